@@ -1,0 +1,31 @@
+#pragma once
+// Device memory allocators with statistics. Every tensor's storage comes from
+// here, so tests can measure what an op really allocates (current, peak and the
+// largest single block).
+#include <cstddef>
+#include <cstdint>
+
+#include "autograd/dtype.h"
+
+namespace relpos {
+
+struct AllocatorStats {
+  std::size_t current_bytes = 0;
+  std::size_t peak_bytes = 0;
+  std::size_t largest_block = 0;
+  std::uint64_t allocations = 0;
+};
+
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  virtual void* allocate(std::size_t bytes) = 0;
+  virtual void deallocate(void* ptr, std::size_t bytes) = 0;
+  virtual AllocatorStats stats() const = 0;
+  // Resets peak_bytes to current_bytes and largest_block/allocations to zero.
+  virtual void reset_peak() = 0;
+};
+
+Allocator& allocator_for(Device device);
+
+}  // namespace relpos

@@ -1,0 +1,119 @@
+#pragma once
+// The kernels a device backend supplies. Ops (autograd/ops/) compute shapes,
+// allocate outputs, record the tape and call these; backend_for(device) is the
+// single place where the device is chosen.
+//
+// Unless a kernel says otherwise, tensor arguments are contiguous, on the
+// backend's device, and of one floating dtype.
+#include <cstdint>
+
+#include "autograd/allocator.h"
+#include "autograd/tensor.h"
+
+namespace relpos {
+
+enum class UnaryOp : std::uint8_t {
+  neg, exp, log, sqrt, tanh, relu, gelu_tanh, gelu_erf,
+  add_scalar,  // x + p
+  mul_scalar,  // x * p
+  pow_scalar,  // x ^ p
+};
+
+enum class BinaryOp : std::uint8_t { add, sub, mul, div };
+
+struct GemmArgs {
+  // C[b] = alpha * op(A[b]) * op(B[b]) + beta * C[b], row-major, for b < batch.
+  bool trans_a = false, trans_b = false;
+  std::int64_t batch = 1, m = 0, n = 0, k = 0;
+  double alpha = 1.0, beta = 0.0;
+  const void* a = nullptr;
+  std::int64_t lda = 0, stride_a = 0;
+  const void* b = nullptr;
+  std::int64_t ldb = 0, stride_b = 0;
+  void* c = nullptr;
+  std::int64_t ldc = 0, stride_c = 0;
+  DType dtype = DType::f32;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual Device device() const = 0;
+  virtual Allocator& allocator() = 0;
+
+  // ---- memory ----
+  // dst = src elementwise: same shape, any strides and dtypes; one of the two
+  // may live on the host when this backend is a device backend.
+  virtual void copy(const Tensor& dst, const Tensor& src) = 0;
+  virtual void fill(const Tensor& dst, double value) = 0;
+
+  // ---- matmul ----
+  virtual void gemm(const GemmArgs& args) = 0;
+
+  // ---- elementwise ----
+  // out = a (op) b; a and b are strided views already expanded to out's shape
+  // (stride 0 on broadcast axes).
+  virtual void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) = 0;
+  virtual void unary(UnaryOp op, const Tensor& x, const Tensor& out, double param) = 0;
+  // grad_x = grad_y * f'(x); y = f(x) is given too, for ops whose derivative uses it.
+  virtual void unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& grad_y,
+                              const Tensor& grad_x, double param) = 0;
+  // out = mask ? a : b; all three strided views expanded to out's shape, mask u8.
+  virtual void where(const Tensor& mask, const Tensor& a, const Tensor& b, const Tensor& out) = 0;
+
+  // ---- reductions over the middle axis of x viewed as (outer, n, inner) ----
+  virtual void sum_axis(const Tensor& x, std::int64_t outer, std::int64_t n, std::int64_t inner,
+                        const Tensor& out) = 0;
+  // out = max, argmax = index of the first maximum (i64).
+  virtual void max_axis(const Tensor& x, std::int64_t outer, std::int64_t n, std::int64_t inner,
+                        const Tensor& out, const Tensor& argmax) = 0;
+  // grad_x = 0 except grad_x[o, argmax[o, i], i] = grad_out[o, i].
+  virtual void max_axis_backward(const Tensor& grad_out, const Tensor& argmax, std::int64_t outer,
+                                 std::int64_t n, std::int64_t inner, const Tensor& grad_x) = 0;
+
+  // ---- softmax over the last axis of x viewed as (rows, n) ----
+  virtual void softmax(const Tensor& x, const Tensor& y, std::int64_t rows, std::int64_t n,
+                       bool log) = 0;
+  virtual void softmax_backward(const Tensor& y, const Tensor& grad_y, const Tensor& grad_x,
+                                std::int64_t rows, std::int64_t n, bool log) = 0;
+
+  // ---- cross-entropy: logits (rows, classes), targets i64 (rows) ----
+  // loss[r] = logsumexp(logits[r]) - logits[r, t] (0 where t == ignore_index);
+  // lse[r] keeps logsumexp for the backward.
+  virtual void cross_entropy(const Tensor& logits, const Tensor& targets, std::int64_t ignore_index,
+                             const Tensor& loss, const Tensor& lse) = 0;
+  // grad_logits[r] = grad_loss[r] * (softmax(logits[r]) - onehot(t)), 0 on ignored rows.
+  virtual void cross_entropy_backward(const Tensor& logits, const Tensor& targets,
+                                      std::int64_t ignore_index, const Tensor& lse,
+                                      const Tensor& grad_loss, const Tensor& grad_logits) = 0;
+
+  // ---- normalisation over the last axis of x viewed as (rows, n) ----
+  // rms = true: y = x * rstd * gamma (+ beta if defined), rstd = 1/sqrt(mean(x^2)+eps), mean unused.
+  // rms = false: y = (x - mean) * rstd * gamma + beta.
+  // gamma/beta may be undefined (no affine part). mean, rstd: (rows).
+  virtual void norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps, bool rms,
+                    std::int64_t rows, std::int64_t n, const Tensor& y, const Tensor& mean,
+                    const Tensor& rstd) = 0;
+  // grad_gamma/grad_beta may be undefined when not wanted; they are overwritten, not accumulated,
+  // and reduced over rows in a fixed order.
+  virtual void norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mean,
+                             const Tensor& rstd, const Tensor& grad_y, bool rms, std::int64_t rows,
+                             std::int64_t n, const Tensor& grad_x, const Tensor& grad_gamma,
+                             const Tensor& grad_beta) = 0;
+
+  // ---- embedding: table (vocab, dim), indices i64 (count) ----
+  virtual void embedding(const Tensor& table, const Tensor& indices, const Tensor& out) = 0;
+  // grad_table = scatter-add of grad_out rows by index, deterministic (fixed order).
+  virtual void embedding_backward(const Tensor& grad_out, const Tensor& indices,
+                                  const Tensor& grad_table) = 0;
+
+  // ---- dropout: mask[i] = keep ? 1/(1-p) : 0, keep decided by a counter-based hash of
+  // (seed, offset + i) so every device draws the same mask. ----
+  virtual void dropout_mask(std::uint64_t seed, std::uint64_t offset, double p,
+                            const Tensor& mask) = 0;
+};
+
+Backend& backend_for(Device device);
+inline Backend& backend_of(const Tensor& t) { return backend_for(t.device()); }
+
+}  // namespace relpos

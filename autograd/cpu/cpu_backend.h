@@ -1,0 +1,55 @@
+#pragma once
+// The CPU backend: OpenBLAS for GEMM, OpenMP over outer loops elsewhere.
+// Each kernel family is defined in its own file in this folder.
+#include "autograd/backend.h"
+
+namespace relpos {
+
+class CpuBackend final : public Backend {
+ public:
+  Device device() const override { return Device::cpu; }
+  Allocator& allocator() override;
+
+  void copy(const Tensor& dst, const Tensor& src) override;
+  void fill(const Tensor& dst, double value) override;
+  void gemm(const GemmArgs& args) override;
+
+  void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) override;
+  void unary(UnaryOp op, const Tensor& x, const Tensor& out, double param) override;
+  void unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& grad_y,
+                      const Tensor& grad_x, double param) override;
+  void where(const Tensor& mask, const Tensor& a, const Tensor& b, const Tensor& out) override;
+
+  void sum_axis(const Tensor& x, std::int64_t outer, std::int64_t n, std::int64_t inner,
+                const Tensor& out) override;
+  void max_axis(const Tensor& x, std::int64_t outer, std::int64_t n, std::int64_t inner,
+                const Tensor& out, const Tensor& argmax) override;
+  void max_axis_backward(const Tensor& grad_out, const Tensor& argmax, std::int64_t outer,
+                         std::int64_t n, std::int64_t inner, const Tensor& grad_x) override;
+
+  void softmax(const Tensor& x, const Tensor& y, std::int64_t rows, std::int64_t n,
+               bool log) override;
+  void softmax_backward(const Tensor& y, const Tensor& grad_y, const Tensor& grad_x,
+                        std::int64_t rows, std::int64_t n, bool log) override;
+  void cross_entropy(const Tensor& logits, const Tensor& targets, std::int64_t ignore_index,
+                     const Tensor& loss, const Tensor& lse) override;
+  void cross_entropy_backward(const Tensor& logits, const Tensor& targets,
+                              std::int64_t ignore_index, const Tensor& lse,
+                              const Tensor& grad_loss, const Tensor& grad_logits) override;
+  void norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps, bool rms,
+            std::int64_t rows, std::int64_t n, const Tensor& y, const Tensor& mean,
+            const Tensor& rstd) override;
+  void norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mean, const Tensor& rstd,
+                     const Tensor& grad_y, bool rms, std::int64_t rows, std::int64_t n,
+                     const Tensor& grad_x, const Tensor& grad_gamma,
+                     const Tensor& grad_beta) override;
+  void embedding(const Tensor& table, const Tensor& indices, const Tensor& out) override;
+  void embedding_backward(const Tensor& grad_out, const Tensor& indices,
+                          const Tensor& grad_table) override;
+  void dropout_mask(std::uint64_t seed, std::uint64_t offset, double p,
+                    const Tensor& mask) override;
+};
+
+CpuBackend& cpu_backend();
+
+}  // namespace relpos

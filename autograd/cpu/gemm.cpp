@@ -1,0 +1,60 @@
+// GEMM through OpenBLAS. Batched calls run one single-threaded GEMM per batch
+// entry across OpenMP threads when each GEMM is small; large ones use
+// OpenBLAS's own threads.
+#include <cblas.h>
+#include <omp.h>
+
+#include "autograd/cpu/cpu_backend.h"
+
+namespace relpos {
+namespace {
+
+// Below this many multiply-adds per GEMM, parallelising over the batch beats
+// threading inside each GEMM.
+constexpr std::int64_t kSmallGemmWork = std::int64_t{1} << 22;
+
+template <class T>
+void gemm_one(const GemmArgs& g, const T* a, const T* b, T* c) {
+  const auto ta = g.trans_a ? CblasTrans : CblasNoTrans;
+  const auto tb = g.trans_b ? CblasTrans : CblasNoTrans;
+  const auto m = static_cast<blasint>(g.m), n = static_cast<blasint>(g.n),
+             k = static_cast<blasint>(g.k);
+  const auto lda = static_cast<blasint>(g.lda), ldb = static_cast<blasint>(g.ldb),
+             ldc = static_cast<blasint>(g.ldc);
+  if constexpr (std::is_same_v<T, float>) {
+    cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, static_cast<float>(g.alpha), a, lda, b, ldb,
+                static_cast<float>(g.beta), c, ldc);
+  } else {
+    cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, g.alpha, a, lda, b, ldb, g.beta, c, ldc);
+  }
+}
+
+template <class T>
+void gemm_typed(const GemmArgs& g) {
+  const T* a = static_cast<const T*>(g.a);
+  const T* b = static_cast<const T*>(g.b);
+  T* c = static_cast<T*>(g.c);
+  if (g.batch == 1) {
+    gemm_one<T>(g, a, b, c);
+    return;
+  }
+  const bool small = g.m * g.n * g.k < kSmallGemmWork;
+  if (small && omp_get_max_threads() > 1) {
+    // OpenBLAS's OpenMP build runs single-threaded inside a parallel region.
+#pragma omp parallel for schedule(static)
+    for (std::int64_t i = 0; i < g.batch; ++i)
+      gemm_one<T>(g, a + i * g.stride_a, b + i * g.stride_b, c + i * g.stride_c);
+    return;
+  }
+  for (std::int64_t i = 0; i < g.batch; ++i)
+    gemm_one<T>(g, a + i * g.stride_a, b + i * g.stride_b, c + i * g.stride_c);
+}
+
+}  // namespace
+
+void CpuBackend::gemm(const GemmArgs& args) {
+  if (args.m == 0 || args.n == 0 || args.batch == 0) return;
+  dispatch_floating(args.dtype, [&](auto zero) { gemm_typed<decltype(zero)>(args); });
+}
+
+}  // namespace relpos

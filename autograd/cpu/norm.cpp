@@ -1,0 +1,138 @@
+// Layer normalisation and RMS normalisation over the last axis of x viewed as
+// (rows, n), on the CPU. Row statistics are accumulated in double, one thread
+// per row. grad_gamma / grad_beta are reduced over rows by column blocks: each
+// column is summed by a single thread in row order, so the result does not
+// depend on the number of threads.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "autograd/cpu/cpu_backend.h"
+
+namespace relpos {
+namespace {
+
+constexpr std::int64_t kColumnBlock = 64;
+
+template <class T>
+void norm_forward_typed(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps,
+                        bool rms, std::int64_t rows, std::int64_t n, const Tensor& y,
+                        const Tensor& mean, const Tensor& rstd) {
+  const T* px = x.data<T>();                                  // (rows, n)
+  const T* pgamma = gamma.defined() ? gamma.data<T>() : nullptr;  // (n) or none
+  const T* pbeta = beta.defined() ? beta.data<T>() : nullptr;     // (n) or none
+  T* py = y.data<T>();                                        // (rows, n)
+  T* pmean = mean.defined() ? mean.data<T>() : nullptr;       // (rows)
+  T* prstd = rstd.data<T>();                                  // (rows)
+  const double inv_n = 1.0 / static_cast<double>(n);
+#pragma omp parallel for schedule(static) if (rows * n > 32768)
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const T* row = px + r * n;
+    double mu = 0.0;
+    if (!rms) {
+      for (std::int64_t j = 0; j < n; ++j) mu += static_cast<double>(row[j]);
+      mu *= inv_n;
+    }
+    double sq = 0.0;  // sum of (x - mu)^2, mu = 0 for rms
+    for (std::int64_t j = 0; j < n; ++j) {
+      const double d = static_cast<double>(row[j]) - mu;
+      sq += d * d;
+    }
+    const double inv = 1.0 / std::sqrt(sq * inv_n + eps);
+    if (pmean) pmean[r] = static_cast<T>(mu);
+    prstd[r] = static_cast<T>(inv);
+    const T m = static_cast<T>(mu), s = static_cast<T>(inv);
+    T* out = py + r * n;
+    for (std::int64_t j = 0; j < n; ++j) {
+      T v = (row[j] - m) * s;
+      if (pgamma) v *= pgamma[j];
+      if (pbeta) v += pbeta[j];
+      out[j] = v;
+    }
+  }
+}
+
+template <class T>
+void norm_backward_typed(const Tensor& x, const Tensor& gamma, const Tensor& mean,
+                         const Tensor& rstd, const Tensor& grad_y, bool rms, std::int64_t rows,
+                         std::int64_t n, const Tensor& grad_x, const Tensor& grad_gamma,
+                         const Tensor& grad_beta) {
+  const T* px = x.data<T>();                                  // (rows, n)
+  const T* pgamma = gamma.defined() ? gamma.data<T>() : nullptr;  // (n) or none
+  const T* pmean = rms ? nullptr : mean.data<T>();            // (rows)
+  const T* prstd = rstd.data<T>();                            // (rows)
+  const T* pgy = grad_y.data<T>();                            // (rows, n)
+  const double inv_n = 1.0 / static_cast<double>(n);
+
+  // grad_x: with xhat = (x - mean) * rstd and dxhat = dy * gamma,
+  //   layernorm: dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))
+  //   rmsnorm:   dx = rstd * (dxhat - xhat * mean(dxhat * xhat))
+  if (grad_x.defined()) {
+    T* pdx = grad_x.data<T>();  // (rows, n)
+#pragma omp parallel for schedule(static) if (rows * n > 32768)
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const T* row = px + r * n;
+      const T* gy = pgy + r * n;
+      const T m = pmean ? pmean[r] : T(0), s = prstd[r];
+      double sum_d = 0.0, sum_dx = 0.0;
+      for (std::int64_t j = 0; j < n; ++j) {
+        const T d = pgamma ? gy[j] * pgamma[j] : gy[j];
+        sum_d += static_cast<double>(d);
+        sum_dx += static_cast<double>(d) * static_cast<double>((row[j] - m) * s);
+      }
+      const T mean_d = rms ? T(0) : static_cast<T>(sum_d * inv_n);
+      const T mean_dx = static_cast<T>(sum_dx * inv_n);
+      T* out = pdx + r * n;
+      for (std::int64_t j = 0; j < n; ++j) {
+        const T d = pgamma ? gy[j] * pgamma[j] : gy[j];
+        out[j] = s * (d - mean_d - (row[j] - m) * s * mean_dx);
+      }
+    }
+  }
+
+  // grad_gamma[j] = sum_r dy[r, j] * xhat[r, j]; grad_beta[j] = sum_r dy[r, j].
+  T* pgg = grad_gamma.defined() ? grad_gamma.data<T>() : nullptr;  // (n)
+  T* pgb = grad_beta.defined() ? grad_beta.data<T>() : nullptr;    // (n)
+  if (!pgg && !pgb) return;
+  const std::int64_t blocks = (n + kColumnBlock - 1) / kColumnBlock;
+#pragma omp parallel for schedule(static) if (rows * n > 32768)
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    const std::int64_t j0 = b * kColumnBlock, j1 = std::min(n, j0 + kColumnBlock);
+    double acc_g[kColumnBlock] = {}, acc_b[kColumnBlock] = {};
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const T* row = px + r * n;
+      const T* gy = pgy + r * n;
+      const T m = pmean ? pmean[r] : T(0), s = prstd[r];
+      for (std::int64_t j = j0; j < j1; ++j) {
+        acc_g[j - j0] += static_cast<double>(gy[j]) * static_cast<double>((row[j] - m) * s);
+        acc_b[j - j0] += static_cast<double>(gy[j]);
+      }
+    }
+    for (std::int64_t j = j0; j < j1; ++j) {
+      if (pgg) pgg[j] = static_cast<T>(acc_g[j - j0]);
+      if (pgb) pgb[j] = static_cast<T>(acc_b[j - j0]);
+    }
+  }
+}
+
+}  // namespace
+
+void CpuBackend::norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps,
+                      bool rms, std::int64_t rows, std::int64_t n, const Tensor& y,
+                      const Tensor& mean, const Tensor& rstd) {
+  dispatch_floating(x.dtype(), [&](auto zero) {
+    norm_forward_typed<decltype(zero)>(x, gamma, beta, eps, rms, rows, n, y, mean, rstd);
+  });
+}
+
+void CpuBackend::norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mean,
+                               const Tensor& rstd, const Tensor& grad_y, bool rms,
+                               std::int64_t rows, std::int64_t n, const Tensor& grad_x,
+                               const Tensor& grad_gamma, const Tensor& grad_beta) {
+  dispatch_floating(x.dtype(), [&](auto zero) {
+    norm_backward_typed<decltype(zero)>(x, gamma, mean, rstd, grad_y, rms, rows, n, grad_x,
+                                        grad_gamma, grad_beta);
+  });
+}
+
+}  // namespace relpos

@@ -1,0 +1,47 @@
+#pragma once
+// Iteration over strided views on the CPU. The output is contiguous; inputs are
+// arbitrary strided views of the output's shape. Rows (all axes but the last)
+// are split across OpenMP threads; the last axis is the inner loop.
+#include <cstdint>
+#include <vector>
+
+#include "autograd/tensor.h"
+
+namespace relpos::cpu {
+
+// Offset (in elements, relative to the view's first element) of the first
+// element of each row of `view`, for rows of the given shape in row-major order.
+inline std::int64_t row_offset(const Shape& shape, const Shape& strides, std::int64_t row) {
+  std::int64_t offset = 0;
+  for (std::size_t axis = shape.size() - 1; axis-- > 0;) {
+    const std::int64_t idx = row % shape[axis];
+    row /= shape[axis];
+    offset += idx * strides[axis];
+  }
+  return offset;
+}
+
+// Calls body(row, inner_length, offsets...) for every row, where offsets are
+// each operand's element offset of that row and the last axis has each operand's
+// stride. Rank-0 tensors are treated as one row of one element.
+template <std::size_t N, class Body>
+void for_each_row(const Shape& shape, const std::array<const Shape*, N>& strides, Body&& body) {
+  if (shape.empty()) {
+    std::array<std::int64_t, N> offsets{};
+    std::array<std::int64_t, N> inner{};
+    body(std::int64_t{0}, std::int64_t{1}, offsets, inner);
+    return;
+  }
+  const std::int64_t inner_len = shape.back();
+  const std::int64_t rows = inner_len == 0 ? 0 : numel_of(shape) / inner_len;
+  std::array<std::int64_t, N> inner_strides{};
+  for (std::size_t k = 0; k < N; ++k) inner_strides[k] = strides[k]->back();
+#pragma omp parallel for schedule(static) if (rows * inner_len > 32768)
+  for (std::int64_t row = 0; row < rows; ++row) {
+    std::array<std::int64_t, N> offsets{};
+    for (std::size_t k = 0; k < N; ++k) offsets[k] = row_offset(shape, *strides[k], row);
+    body(row, inner_len, offsets, inner_strides);
+  }
+}
+
+}  // namespace relpos::cpu

@@ -1,0 +1,27 @@
+#pragma once
+// Argument checks shared by ops; each throws a UsageError naming the op and shapes.
+#include "autograd/error.h"
+#include "autograd/tensor.h"
+
+namespace relpos {
+
+inline void check_floating(const Tensor& t, const char* op) {
+  require(t.defined(), "{}: undefined input tensor", op);
+  require(is_floating(t.dtype()), "{}: expected a floating tensor, got {}", op, t.describe());
+}
+
+inline void check_same_kind(const Tensor& a, const Tensor& b, const char* op) {
+  check_floating(a, op);
+  check_floating(b, op);
+  require(a.dtype() == b.dtype() && a.device() == b.device(),
+          "{}: inputs {} and {} differ in dtype or device", op, a.describe(), b.describe());
+}
+
+// Maps a possibly negative axis into [0, rank).
+inline std::int64_t normalize_axis(std::int64_t axis, std::int64_t rank, const char* op) {
+  const std::int64_t a = axis < 0 ? axis + rank : axis;
+  require(a >= 0 && a < rank, "{}: axis {} out of range for a tensor of rank {}", op, axis, rank);
+  return a;
+}
+
+}  // namespace relpos

@@ -1,0 +1,151 @@
+#include "autograd/tape.h"
+
+#include <fmt/format.h>
+
+#include "autograd/error.h"
+#include "autograd/ops/elementwise.h"
+
+namespace relpos {
+namespace {
+
+thread_local bool grad_mode = true;
+
+// A non-leaf tensor from an earlier (freed) tape can no longer carry gradients.
+bool is_live_output(const TensorImpl& impl, std::uint64_t epoch) {
+  return impl.tape_slot >= 0 && impl.tape_epoch == epoch;
+}
+
+void check_not_stale(const Tensor& t, std::uint64_t epoch, const std::string& op) {
+  const TensorImpl& impl = *t.impl();
+  if (impl.tape_slot >= 0 && impl.tape_epoch != epoch)
+    fail("{}: input {} comes from a graph already freed by backward(); detach() it or recompute it",
+         op, t.describe());
+}
+
+void accumulate(Tensor& slot, const Tensor& grad) {
+  slot = slot.defined() ? add(slot, grad) : grad;
+}
+
+}  // namespace
+
+bool grad_enabled() { return grad_mode; }
+
+NoGradGuard::NoGradGuard() : previous_(grad_mode) { grad_mode = false; }
+NoGradGuard::~NoGradGuard() { grad_mode = previous_; }
+
+Tape& Tape::current() {
+  thread_local Tape tape;
+  return tape;
+}
+
+void Tape::clear() {
+  nodes_.clear();
+  ++epoch_;
+}
+
+bool Tape::should_record(std::initializer_list<const Tensor*> inputs) {
+  if (!grad_mode) return false;
+  for (const Tensor* t : inputs)
+    if (t->defined() && t->requires_grad()) return true;
+  return false;
+}
+
+bool Tape::should_record(const std::vector<Tensor>& inputs) {
+  if (!grad_mode) return false;
+  for (const Tensor& t : inputs)
+    if (t.defined() && t.requires_grad()) return true;
+  return false;
+}
+
+void Tape::record(const std::string& op, const std::vector<Tensor>& inputs, const Tensor& output,
+                  BackwardFn backward, const std::vector<Tensor>& saved) {
+  TapeNode node;
+  node.op = op;
+  node.backward = std::move(backward);
+  node.output_shape = output.shape();
+  for (const Tensor& input : inputs) {
+    if (!input.defined() || !input.requires_grad()) {
+      node.inputs.emplace_back();
+      node.input_slots.push_back(-1);
+      continue;
+    }
+    check_not_stale(input, epoch_, op);
+    if (input.is_leaf()) {
+      node.inputs.push_back(input);
+      node.input_slots.push_back(-1);
+    } else {
+      node.inputs.emplace_back();
+      node.input_slots.push_back(input.impl()->tape_slot);
+    }
+  }
+  for (const Tensor& s : saved) node.saved.push_back({s, s.version()});
+  TensorImpl& out = *output.impl();
+  out.requires_grad = true;
+  out.tape_slot = size();
+  out.tape_epoch = epoch_;
+  nodes_.push_back(std::move(node));
+}
+
+void Tape::backward(const Tensor& root, const Tensor& grad_root) {
+  require(root.defined(), "backward(): the root tensor is undefined");
+  require(root.requires_grad(), "backward(): {} does not require grad (nothing was recorded)",
+          root.describe());
+  require(grad_root.shape() == root.shape(),
+          "backward(): output gradient shape {} does not match output shape {}",
+          to_string(grad_root.shape()), to_string(root.shape()));
+  if (root.is_leaf()) {
+    const_cast<Tensor&>(root).set_grad(grad_root.clone());
+    return;
+  }
+  require(is_live_output(*root.impl(), epoch_),
+          "backward(): {} comes from a graph already freed by an earlier backward()",
+          root.describe());
+
+  NoGradGuard no_grad;
+  const std::int64_t start = root.impl()->tape_slot;
+  std::vector<Tensor> grads(static_cast<std::size_t>(start + 1));
+  grads[start] = grad_root;
+  for (std::int64_t i = start; i >= 0; --i) {
+    Tensor grad_output = std::move(grads[i]);
+    if (!grad_output.defined()) continue;
+    TapeNode& node = nodes_[i];
+    for (const SavedTensor& s : node.saved)
+      if (s.tensor.version() != s.version)
+        throw UsageError(fmt::format(
+            "backward(): a tensor saved by '{}' ({}) was modified in place after it was used "
+            "(version {} -> {}); its gradient would be wrong",
+            node.op, s.tensor.describe(), s.version, s.tensor.version()));
+    std::vector<Tensor> input_grads = node.backward(grad_output);
+    if (input_grads.size() != node.input_slots.size())
+      throw InternalError(fmt::format("backward of '{}' returned {} gradients for {} inputs", node.op,
+                                      input_grads.size(), node.input_slots.size()));
+    for (std::size_t k = 0; k < input_grads.size(); ++k) {
+      const Tensor& g = input_grads[k];
+      if (!g.defined()) continue;
+      if (node.input_slots[k] >= 0) {
+        accumulate(grads[node.input_slots[k]], g);
+      } else if (node.inputs[k].defined()) {
+        const Tensor& leaf = node.inputs[k];
+        if (g.shape() != leaf.shape())
+          throw InternalError(fmt::format("backward of '{}' gave gradient {} for input {}", node.op,
+                                          to_string(g.shape()), leaf.describe()));
+        Tensor existing = leaf.grad();
+        leaf.set_grad(existing.defined() ? add(existing, g) : g.clone());
+      }
+    }
+  }
+  clear();
+}
+
+void backward(const Tensor& root) {
+  require(root.defined() && root.numel() == 1,
+          "backward(): {} is not a scalar; pass an output gradient of the same shape",
+          root.defined() ? root.describe() : std::string("undefined tensor"));
+  Tape::current().backward(root, Tensor::ones(root.shape(), root.dtype(), root.device()));
+}
+
+void backward(const Tensor& root, const Tensor& grad_root) {
+  Tape::current().backward(root, grad_root);
+}
+
+}  // namespace relpos

@@ -1,0 +1,74 @@
+#pragma once
+// The tape: an ordered list of recorded ops. backward() walks it in reverse,
+// accumulating gradients into leaves' .grad, then frees it.
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "autograd/tensor.h"
+
+namespace relpos {
+
+// Gradients of an op's inputs given its output gradient; an undefined Tensor
+// stands for "no gradient" (for inputs that do not require one).
+using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_output)>;
+
+struct SavedTensor {
+  Tensor tensor;
+  std::uint64_t version;
+};
+
+struct TapeNode {
+  std::string op;
+  std::vector<Tensor> inputs;  // non-leaf inputs are held by their slot only
+  std::vector<std::int64_t> input_slots;
+  std::vector<SavedTensor> saved;
+  BackwardFn backward;
+  Shape output_shape;
+};
+
+class Tape {
+ public:
+  static Tape& current();  // one tape per thread
+  std::int64_t size() const { return static_cast<std::int64_t>(nodes_.size()); }
+  std::uint64_t epoch() const { return epoch_; }
+  void clear();
+
+  // True when an op with these inputs must be recorded.
+  static bool should_record(std::initializer_list<const Tensor*> inputs);
+  static bool should_record(const std::vector<Tensor>& inputs);
+
+  // Records `output = op(inputs)` and marks output as requiring grad.
+  // `saved` lists tensors the backward reads: modifying one in place before
+  // backward is reported as an error naming the op.
+  void record(const std::string& op, const std::vector<Tensor>& inputs, const Tensor& output,
+              BackwardFn backward, const std::vector<Tensor>& saved = {});
+
+  void backward(const Tensor& root, const Tensor& grad_root);
+
+ private:
+  std::vector<TapeNode> nodes_;
+  std::uint64_t epoch_ = 1;
+};
+
+// Backpropagates from a scalar (seed 1) or with an explicit output gradient.
+void backward(const Tensor& root);
+void backward(const Tensor& root, const Tensor& grad_root);
+
+bool grad_enabled();
+
+// Disables recording in its scope.
+class NoGradGuard {
+ public:
+  NoGradGuard();
+  ~NoGradGuard();
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
+}  // namespace relpos

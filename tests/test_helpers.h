@@ -1,0 +1,49 @@
+#pragma once
+// Helpers shared by the tests.
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+#include "autograd/gradcheck.h"
+#include "autograd/random.h"
+#include "autograd/tensor.h"
+
+namespace relpos::testing {
+
+// An f64 leaf that requires grad, filled with N(0, 1).
+inline Tensor leaf(const Shape& shape, Rng& rng, double scale = 1.0) {
+  Tensor t = randn(shape, rng, DType::f64, scale);
+  t.set_requires_grad(true);
+  return t;
+}
+
+// A non-contiguous f64 leaf: the transpose of the last two axes of a fresh tensor.
+inline Tensor transposed_leaf(const Shape& shape, Rng& rng) {
+  Shape swapped = shape;
+  std::swap(swapped[swapped.size() - 1], swapped[swapped.size() - 2]);
+  Tensor base = randn(swapped, rng, DType::f64);
+  Shape strides = base.strides();
+  std::swap(strides[strides.size() - 1], strides[strides.size() - 2]);
+  Tensor view = Tensor::view_of(base, shape, strides, 0);
+  view.set_requires_grad(true);
+  return view;
+}
+
+inline void require_gradcheck(const TensorFunction& f, const std::vector<Tensor>& inputs,
+                              const GradcheckOptions& options = {}) {
+  const GradcheckResult r = gradcheck(f, inputs, options);
+  INFO(r.message);
+  REQUIRE(r.ok);
+  REQUIRE(r.checked > 0);
+}
+
+inline void require_close(const std::vector<double>& actual, const std::vector<double>& expected,
+                          double tolerance) {
+  REQUIRE(actual.size() == expected.size());
+  for (std::size_t i = 0; i < actual.size(); ++i) {
+    INFO("element " << i);
+    REQUIRE(actual[i] == Approx(expected[i]).margin(tolerance).epsilon(tolerance));
+  }
+}
+
+}  // namespace relpos::testing

@@ -1,0 +1,91 @@
+// Tensor storage, views, copies and version counting.
+#include <catch2/catch.hpp>
+
+#include "autograd/error.h"
+#include "autograd/ops/shape.h"
+#include "autograd/tensor.h"
+#include "autograd/threads.h"
+#include "test_helpers.h"
+
+using namespace relpos;
+
+TEST_CASE("tensor creation and element access", "[tensor]") {
+  Tensor t = Tensor::from_data(std::vector<double>{1, 2, 3, 4, 5, 6}, {2, 3});
+  REQUIRE(t.shape() == Shape{2, 3});
+  REQUIRE(t.strides() == Shape{3, 1});
+  REQUIRE(t.dtype() == DType::f32);
+  REQUIRE(t.is_contiguous());
+  REQUIRE(t.to_vector() == std::vector<double>{1, 2, 3, 4, 5, 6});
+  REQUIRE(Tensor::full({2, 2}, 7.5, DType::f64).to_vector() == std::vector<double>(4, 7.5));
+  REQUIRE(Tensor::scalar(3.0).item() == 3.0);
+  REQUIRE_THROWS_AS(t.item(), UsageError);
+  REQUIRE_THROWS_WITH(Tensor::from_data(std::vector<double>{1, 2}, {3}),
+                      Catch::Contains("2 values for shape [3]"));
+}
+
+TEST_CASE("views share storage and contiguous() copies", "[tensor]") {
+  Tensor t = Tensor::from_data(std::vector<double>{0, 1, 2, 3, 4, 5}, {2, 3}, DType::f64);
+  Tensor tt = transpose(t, 0, 1);
+  REQUIRE(tt.shape() == Shape{3, 2});
+  REQUIRE_FALSE(tt.is_contiguous());
+  REQUIRE(tt.storage() == t.storage());
+  REQUIRE(tt.to_vector() == std::vector<double>{0, 3, 1, 4, 2, 5});
+  Tensor c = tt.contiguous();
+  REQUIRE(c.is_contiguous());
+  REQUIRE(c.storage() != t.storage());
+  REQUIRE(c.to_vector() == tt.to_vector());
+
+  Tensor s = slice(t, 1, 1, 3);
+  REQUIRE(s.storage() == t.storage());
+  REQUIRE(s.to_vector() == std::vector<double>{1, 2, 4, 5});
+  Tensor stepped = slice(t, 1, 0, 3, 2);
+  REQUIRE(stepped.to_vector() == std::vector<double>{0, 2, 3, 5});
+
+  Tensor e = expand(slice(t, 0, 0, 1), {4, 3});
+  REQUIRE(e.storage() == t.storage());
+  REQUIRE(e.strides()[0] == 0);
+  REQUIRE(e.to_vector() == std::vector<double>{0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2});
+
+  Tensor r = reshape(t, {3, -1});
+  REQUIRE(r.storage() == t.storage());
+  REQUIRE(r.shape() == Shape{3, 2});
+}
+
+TEST_CASE("in-place writes bump the shared version counter", "[tensor]") {
+  Tensor t = Tensor::zeros({4});
+  Tensor view = slice(t, 0, 1, 3);
+  const auto v0 = t.version();
+  view.fill_(2.0);
+  REQUIRE(t.version() == v0 + 1);
+  REQUIRE(t.to_vector() == std::vector<double>{0, 2, 2, 0});
+  t.copy_(Tensor::ones({4}));
+  REQUIRE(view.version() == v0 + 2);
+}
+
+TEST_CASE("dtype conversion and copies between layouts", "[tensor]") {
+  Tensor t = Tensor::from_data(std::vector<double>{1.5, -2.25}, {2}, DType::f64);
+  Tensor f = t.to(DType::f32);
+  REQUIRE(f.dtype() == DType::f32);
+  REQUIRE(f.to_vector() == std::vector<double>{1.5, -2.25});
+  Tensor i = Tensor::from_data(std::vector<double>{3, 7}, {2}, DType::i64);
+  REQUIRE(i.data<std::int64_t>()[1] == 7);
+  REQUIRE_THROWS_AS(t.data<float>(), InternalError);
+}
+
+TEST_CASE("cuda device is refused cleanly without a CUDA build or device", "[tensor]") {
+#if !RELPOS_HAVE_CUDA
+  REQUIRE_THROWS_WITH(Tensor::zeros({2}, DType::f32, Device::cuda), Catch::Contains("without CUDA"));
+#else
+  SUCCEED("CUDA build: device behaviour is covered by the [cuda] tests");
+#endif
+}
+
+TEST_CASE("OpenBLAS is the OpenMP build and the thread count is settable", "[threads]") {
+  REQUIRE(blas_uses_openmp());
+  const int before = num_threads();
+  set_num_threads(1);
+  REQUIRE(num_threads() == 1);
+  set_num_threads(before);
+  REQUIRE(num_threads() == before);
+  REQUIRE_THROWS_WITH(set_num_threads(0), Catch::Contains(">= 1"));
+}
