@@ -25,4 +25,32 @@ Backend& backend_for(Device device) {
 
 Allocator& allocator_for(Device device) { return backend_for(device).allocator(); }
 
+namespace {
+[[noreturn]] void not_on_device(const Backend& backend, const char* kernel) {
+  throw InternalError(fmt::format("kernel '{}' is not implemented on device {}", kernel,
+                                  name_of(backend.device())));
+}
+}  // namespace
+
+void Backend::relative_gather(RelativeGather, const Tensor&, const Tensor&, const RelativeShape&) {
+  not_on_device(*this, "relative_gather");
+}
+void Backend::relative_scatter(RelativeGather, const Tensor&, const Tensor&,
+                               const RelativeShape&) {
+  not_on_device(*this, "relative_scatter");
+}
+void Backend::bucket_gather(const Tensor&, const Tensor&, const Tensor&) {
+  not_on_device(*this, "bucket_gather");
+}
+void Backend::bucket_gather_backward(const Tensor&, const Tensor&, const Tensor&) {
+  not_on_device(*this, "bucket_gather_backward");
+}
+void Backend::relative_softmax(const RelativeSoftmaxArgs&, const Tensor&) {
+  not_on_device(*this, "relative_softmax");
+}
+void Backend::relative_softmax_backward(const RelativeSoftmaxArgs&, const Tensor&, const Tensor&,
+                                        const RelativeSoftmaxGrads&) {
+  not_on_device(*this, "relative_softmax_backward");
+}
+
 }  // namespace relpos

@@ -35,6 +35,49 @@ struct GemmArgs {
   DType dtype = DType::f32;
 };
 
+// The gathers that express relative position terms. All index a row of Lk keys.
+enum class RelativeGather : std::uint8_t {
+  // src (H, Lq+Lk-1) -> out (H, Lq, Lk): out[h, i, j] = src[h, j + Lq-1-i] (T5, ALiBi).
+  distance,
+  // src (rows, 2k+1) -> out (rows, Lk): out[r, j] = src[r, clip(j - qpos(i), -k, k) + k] (Shaw keys).
+  clipped,
+  // src (rows, Lk) -> out (rows, Lk): out[r, j] = src[r, j + Lq-1-i] where that is < Lk, else 0
+  // (Transformer-XL's rel_shift: src column c holds distance Lk-1-c).
+  shifted,
+};
+
+struct RelativeShape {
+  std::int64_t rows = 0;     // B*H*Lq (distance: H*Lq)
+  std::int64_t q_len = 0;
+  std::int64_t k_len = 0;
+  std::int64_t clip = 0;     // Shaw's k
+};
+
+// logits[r, j] = scale * scores[r, j]
+//              + distance_bias[h, j + Lq-1-i]                      (if defined; (H, Lq+Lk-1))
+//              + term_scale * clipped[r, clip(j - qpos(i), -k, k) + k] (if defined; (rows, 2k+1))
+//              + term_scale * shifted[r, j + Lq-1-i]                (if defined; (rows, Lk)),
+//                masked (-inf) where causal and j > qpos(i), and where the shifted index is >= Lk;
+// probs = softmax over j. h = (r / Lq) % heads.
+struct RelativeSoftmaxArgs {
+  Tensor scores;         // (rows, Lk)
+  Tensor distance_bias;  // optional (H, Lq+Lk-1)
+  Tensor clipped;        // optional (rows, 2k+1)
+  Tensor shifted;        // optional (rows, Lk)
+  RelativeShape shape;
+  std::int64_t heads = 1;
+  double scale = 1.0;
+  double term_scale = 1.0;
+  bool causal = false;
+};
+
+struct RelativeSoftmaxGrads {
+  Tensor scores;         // (rows, Lk), always written
+  Tensor distance_bias;  // (H, Lq+Lk-1) or undefined
+  Tensor clipped;        // (rows, 2k+1) or undefined
+  Tensor shifted;        // (rows, Lk) or undefined
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -111,6 +154,30 @@ class Backend {
   // (seed, offset + i) so every device draws the same mask. ----
   virtual void dropout_mask(std::uint64_t seed, std::uint64_t offset, double p,
                             const Tensor& mask) = 0;
+
+  // ---- relative positions (docs/position-schemes.md, docs/relative-kernels.md) ----
+  // Defaults throw "not implemented on this device" until a backend overrides them.
+  // Attention rows are (rows, Lk) with rows = B*H*Lq; row r is query i = r % Lq at
+  // position Lk - Lq + i, and key j lies at distance index j + (Lq - 1 - i) of a
+  // vector over the Lq + Lk - 1 relative distances (rel = j - qpos(i), index rel + Lk - 1).
+  virtual void relative_gather(RelativeGather kind, const Tensor& src, const Tensor& out,
+                               const RelativeShape& shape);
+  // The adjoint of relative_gather: grad_src = the transpose of the gather applied to
+  // grad_out, summed in a fixed order.
+  virtual void relative_scatter(RelativeGather kind, const Tensor& grad_out,
+                                const Tensor& grad_src, const RelativeShape& shape);
+  // out[h, n] = table[buckets[n], h]; table (buckets, H), buckets i64 (n), out (H, n).
+  virtual void bucket_gather(const Tensor& table, const Tensor& buckets, const Tensor& out);
+  // grad_table[b, h] = sum over n with buckets[n] == b of grad_out[h, n], in increasing n.
+  virtual void bucket_gather_backward(const Tensor& grad_out, const Tensor& buckets,
+                                      const Tensor& grad_table);
+  // Fused position-aware softmax; see RelativeSoftmaxArgs.
+  virtual void relative_softmax(const RelativeSoftmaxArgs& args, const Tensor& probs);
+  // From probs and grad_probs, writes d(logits) into grad_scores (times scale) and the
+  // adjoint of each defined term into the matching grad tensor (undefined: skipped).
+  virtual void relative_softmax_backward(const RelativeSoftmaxArgs& args, const Tensor& probs,
+                                         const Tensor& grad_probs,
+                                         const RelativeSoftmaxGrads& grads);
 };
 
 Backend& backend_for(Device device);

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 
+#include "autograd/counter_hash.h"
 #include "autograd/tensor.h"
 
 namespace relpos {
@@ -23,14 +24,6 @@ class Rng {
  private:
   State state_;
 };
-
-// A counter-based hash: the same (seed, counter) gives the same bits on every device.
-constexpr std::uint64_t mix64(std::uint64_t seed, std::uint64_t counter) {
-  std::uint64_t z = seed + 0x9E3779B97F4A7C15ULL * (counter + 1);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
 
 Tensor randn(const Shape& shape, Rng& rng, DType dtype = DType::f32, double stddev = 1.0);
 Tensor rand_uniform(const Shape& shape, Rng& rng, double low, double high,

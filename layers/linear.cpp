@@ -1,0 +1,22 @@
+#include "layers/linear.h"
+
+#include <cmath>
+
+#include "autograd/ops/elementwise.h"
+#include "autograd/ops/matmul.h"
+#include "autograd/ops/shape.h"
+
+namespace relpos {
+
+Linear::Linear(std::int64_t in_features, std::int64_t out_features, bool bias, Rng& rng) {
+  weight_ = register_parameter("weight", normal_init({out_features, in_features}, rng,
+                                                     1.0 / std::sqrt(double(in_features))));
+  if (bias) bias_ = register_parameter("bias", Tensor::zeros({out_features}), false);
+}
+
+Tensor Linear::forward(const Tensor& x) const {
+  Tensor y = matmul(x, transpose(weight_, 0, 1));  // (..., out)
+  return bias_.defined() ? add(y, bias_) : y;
+}
+
+}  // namespace relpos

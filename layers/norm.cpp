@@ -1,0 +1,17 @@
+#include "layers/norm.h"
+
+#include "autograd/ops/norm.h"
+
+namespace relpos {
+
+Norm::Norm(NormKind kind, std::int64_t dim, double eps) : kind_(kind), eps_(eps) {
+  gamma_ = register_parameter("weight", Tensor::ones({dim}), false);
+  if (kind == NormKind::layernorm) beta_ = register_parameter("bias", Tensor::zeros({dim}), false);
+}
+
+Tensor Norm::forward(const Tensor& x) const {
+  return kind_ == NormKind::layernorm ? layer_norm(x, gamma_, beta_, eps_)
+                                      : rms_norm(x, gamma_, eps_);
+}
+
+}  // namespace relpos

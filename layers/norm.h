@@ -1,0 +1,20 @@
+#pragma once
+// LayerNorm and RMSNorm over the last axis, with affine parameters.
+#include "layers/module.h"
+
+namespace relpos {
+
+enum class NormKind { layernorm, rmsnorm };
+
+class Norm : public Module {
+ public:
+  Norm(NormKind kind, std::int64_t dim, double eps = 1e-5);
+  Tensor forward(const Tensor& x) const;
+
+ private:
+  NormKind kind_;
+  double eps_;
+  Tensor gamma_, beta_;
+};
+
+}  // namespace relpos

@@ -1,0 +1,91 @@
+#include "layers/scaled_attention.h"
+
+#include <cmath>
+#include <limits>
+
+#include "autograd/error.h"
+#include "autograd/ops/elementwise.h"
+#include "autograd/ops/mask.h"
+#include "autograd/ops/matmul.h"
+#include "autograd/ops/relative.h"
+#include "autograd/ops/shape.h"
+#include "autograd/ops/softmax.h"
+
+namespace relpos {
+namespace {
+
+// A (2k+1, D) table, or (H, 2k+1, D) per head, as an operand against (B, H, ...).
+Tensor per_head_operand(const Tensor& table, std::int64_t batch) {
+  if (table.dim() == 2) return table;
+  return expand(unsqueeze(table, 0), {batch, table.size(0), table.size(1), table.size(2)});
+}
+
+// A constant term (e.g. ALiBi's bias) in q's dtype and device; learned terms already match.
+Tensor like(const Tensor& term, const Tensor& q) {
+  if (!term.defined() || term.requires_grad()) return term;
+  return term.to(q.dtype()).to(q.device());
+}
+
+// (H, D) -> (1, H, 1, D) so it broadcasts against q.
+Tensor head_bias(const Tensor& b) { return reshape(b, {1, b.size(0), 1, b.size(1)}); }
+
+}  // namespace
+
+Tensor scaled_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                        const PositionTerms& terms, bool causal, AttentionPath path) {
+  require(q.dim() == 4 && k.dim() == 4 && v.dim() == 4,
+          "attention: q {}, k {}, v {} must be (B, H, L, D)", q.describe(), k.describe(),
+          v.describe());
+  const std::int64_t batch = q.size(0), d = q.size(3), q_len = q.size(2), k_len = k.size(2);
+  require(k.shape() == v.shape() && k.size(0) == batch && k.size(1) == q.size(1) &&
+              k.size(3) == d && k_len >= q_len,
+          "attention: q {} does not match k {} / v {} (need Lk >= Lq)", q.describe(),
+          k.describe(), v.describe());
+  const bool xl = terms.xl_r.defined();
+  require(!xl || causal, "attention: Transformer-XL terms need causal attention");
+  const double inv_sqrt_d = 1.0 / std::sqrt(static_cast<double>(d));
+  const Tensor k_t = transpose(k, -1, -2);  // (B, H, D, Lk)
+
+  // Content scores (B, H, Lq, Lk); XL adds its global content bias u to q.
+  Tensor scores = matmul(xl ? add(q, head_bias(terms.xl_u)) : q, k_t);
+  RelativeTerms rt;
+  rt.scale = terms.scale_scores ? inv_sqrt_d : 1.0;
+  rt.term_scale = inv_sqrt_d;
+  rt.causal = causal;
+  rt.distance_bias = like(terms.distance_bias, q);
+  if (terms.shaw_keys.defined()) {
+    rt.clip = terms.shaw_clip;
+    // q·Bᵀ once per query: (B, H, Lq, 2k+1), never (Lq, Lk, D).
+    rt.clipped = matmul(q, transpose(per_head_operand(terms.shaw_keys, batch), -1, -2));
+  }
+  if (xl) {
+    // (q + v)·(W_r R)ᵀ: (B, H, Lq, Lk), column c at distance Lk-1-c.
+    Tensor r = per_head_operand(terms.xl_r, batch);
+    rt.shifted = matmul(add(q, head_bias(terms.xl_v)), transpose(r, -1, -2));
+  }
+
+  Tensor probs;
+  if (path == AttentionPath::fused) {
+    probs = relative_softmax(scores, rt);
+  } else {
+    Tensor logits = mul_scalar(scores, rt.scale);
+    if (rt.distance_bias.defined())
+      logits = add(logits, distance_expand(rt.distance_bias, q_len, k_len));
+    if (rt.clipped.defined())
+      logits = add(logits, mul_scalar(clipped_gather(rt.clipped, k_len, rt.clip), inv_sqrt_d));
+    if (rt.shifted.defined()) logits = add(logits, mul_scalar(rel_shift(rt.shifted), inv_sqrt_d));
+    if (causal)
+      logits = masked_fill(logits, causal_mask(q_len, k_len, q.device()),
+                           -std::numeric_limits<double>::infinity());
+    probs = softmax(logits, -1);
+  }
+
+  Tensor out = matmul(probs, v);  // (B, H, Lq, D)
+  if (terms.shaw_values.defined()) {
+    Tensor bins = clipped_bin(probs, terms.shaw_clip);  // (B, H, Lq, 2k+1)
+    out = add(out, matmul(bins, per_head_operand(terms.shaw_values, batch)));
+  }
+  return out;
+}
+
+}  // namespace relpos

@@ -1,0 +1,57 @@
+#pragma once
+// Loads the JSON fixtures written by tools/reference/positions_reference.py.
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "autograd/error.h"
+#include "autograd/tensor.h"
+
+namespace relpos::testing {
+
+inline std::filesystem::path source_dir() {
+  if (const char* env = std::getenv("RELPOS_SOURCE_DIR")) return env;
+  return RELPOS_SOURCE_DIR;
+}
+
+struct Fixture {
+  nlohmann::json config;
+  std::map<std::string, Tensor> tensors;  // floating data as f64, integer data as i64
+
+  const Tensor& at(const std::string& name) const {
+    auto it = tensors.find(name);
+    require(it != tensors.end(), "fixture has no tensor '{}'", name);
+    return it->second;
+  }
+  // A fresh f64 leaf requiring grad, or a converted constant.
+  Tensor leaf(const std::string& name, DType dtype = DType::f64) const {
+    Tensor t = at(name).to(dtype).clone();
+    t.set_requires_grad(true);
+    return t;
+  }
+};
+
+inline Fixture load_fixture(const std::string& name) {
+  const auto path = source_dir() / "tests" / "fixtures" / "positions" / (name + ".json");
+  std::ifstream in(path);
+  require(in.good(), "cannot open fixture {}", path.string());
+  const nlohmann::json j = nlohmann::json::parse(in);
+  Fixture f;
+  f.config = j.value("config", nlohmann::json::object());
+  for (const auto& [key, value] : j.at("tensors").items()) {
+    Shape shape = value.at("shape").get<Shape>();
+    const auto& data = value.at("data");
+    const bool integral = !data.empty() && data.front().is_number_integer();
+    std::vector<double> values;
+    values.reserve(data.size());
+    for (const auto& x : data) values.push_back(x.get<double>());
+    f.tensors[key] = Tensor::from_data(values, shape, integral ? DType::i64 : DType::f64);
+  }
+  return f;
+}
+
+}  // namespace relpos::testing
