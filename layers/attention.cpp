@@ -1,0 +1,52 @@
+#include "layers/attention.h"
+
+#include "autograd/error.h"
+#include "autograd/ops/shape.h"
+
+namespace relpos {
+
+MultiHeadAttention::MultiHeadAttention(const ModelDims& dims, std::int64_t layer,
+                                       const PositionScheme& scheme, AttentionPath path,
+                                       Rng& rng)
+    : dims_(dims), layer_(layer), scheme_(scheme), path_(path) {
+  require(dims.n_heads > 0 && dims.d_model % dims.n_heads == 0,
+          "model.d_model={} must be divisible by model.n_heads={}", dims.d_model, dims.n_heads);
+  q_ = &register_module("q", std::make_unique<Linear>(dims.d_model, dims.d_model, false, rng));
+  k_ = &register_module("k", std::make_unique<Linear>(dims.d_model, dims.d_model, false, rng));
+  v_ = &register_module("v", std::make_unique<Linear>(dims.d_model, dims.d_model, false, rng));
+  o_ = &register_module("o", std::make_unique<Linear>(dims.d_model, dims.d_model, false, rng));
+}
+
+Tensor MultiHeadAttention::split_heads(const Tensor& x) const {
+  return permute(reshape(x, {x.size(0), x.size(1), dims_.n_heads, dims_.head_dim()}),
+                 {0, 2, 1, 3});
+}
+
+Tensor MultiHeadAttention::forward(const Tensor& x, std::int64_t start, const Tensor& memory,
+                                   KvCache* cache) const {
+  const std::int64_t batch = x.size(0), len = x.size(1);
+  const std::int64_t mem_len = memory.defined() ? memory.size(1) : 0;
+  require(start >= mem_len, "attention: {} memory positions before position {}", mem_len, start);
+  // Keys and values come from the memory (detached) followed by x.
+  Tensor kv_input = mem_len > 0 ? concat({memory.detach(), x}, 1) : x;   // (B, M+L, d)
+  Tensor q = scheme_.rotate(split_heads(q_->forward(x)), start);         // (B, H, L, D)
+  Tensor k = scheme_.rotate(split_heads(k_->forward(kv_input)), start - mem_len);
+  Tensor v = split_heads(v_->forward(kv_input));                         // (B, H, M+L, D)
+  if (cache) {
+    require(mem_len == 0, "attention: use either a KV cache or segment memory, not both");
+    require(cache->length() == start, "attention: KV cache holds {} positions, expected {}",
+            cache->length(), start);
+    if (cache->length() > 0) {
+      k = concat({cache->k, k}, 2);
+      v = concat({cache->v, v}, 2);
+    }
+    cache->k = k.detach();
+    cache->v = v.detach();
+  }
+  const std::int64_t k_len = k.size(2);
+  Tensor out = scaled_attention(q, k, v, scheme_.terms(layer_, len, k_len), dims_.causal, path_);
+  out = reshape(permute(out, {0, 2, 1, 3}), {batch, len, dims_.d_model});  // (B, L, d)
+  return o_->forward(out);
+}
+
+}  // namespace relpos

@@ -1,0 +1,102 @@
+#include "layers/transformer.h"
+
+#include "autograd/error.h"
+#include "autograd/ops/dropout.h"
+#include "autograd/ops/elementwise.h"
+#include "autograd/ops/matmul.h"
+#include "autograd/ops/shape.h"
+#include "autograd/random.h"
+
+namespace relpos {
+
+Block::Block(const ModelConfig& config, std::int64_t layer, const PositionScheme& scheme,
+             Rng& rng)
+    : config_(config) {
+  const ModelDims dims{config.d_model, config.n_heads, config.n_layers, config.causal};
+  norm1_ = &register_module("norm1", std::make_unique<Norm>(config.norm, config.d_model));
+  attn_ = &register_module(
+      "attn", std::make_unique<MultiHeadAttention>(dims, layer, scheme, config.attention_path, rng));
+  norm2_ = &register_module("norm2", std::make_unique<Norm>(config.norm, config.d_model));
+  fc1_ = &register_module("mlp.fc1", std::make_unique<Linear>(config.d_model, config.d_ff, true, rng));
+  fc2_ = &register_module("mlp.fc2", std::make_unique<Linear>(config.d_ff, config.d_model, true, rng));
+}
+
+Tensor Block::forward(const Tensor& x, std::int64_t start, const Tensor& memory, KvCache* cache,
+                      std::uint64_t dropout_seed, Tensor* attention_input) const {
+  const double p = config_.dropout;
+  Tensor h = norm1_->forward(x);  // (B, L, d)
+  if (attention_input) *attention_input = h.detach();
+  Tensor a = attn_->forward(h, start, memory, cache);
+  Tensor y = add(x, dropout(a, p, mix64(dropout_seed, 0), 0, training()));
+  Tensor m = fc2_->forward(gelu(fc1_->forward(norm2_->forward(y))));  // (B, L, d)
+  return add(y, dropout(m, p, mix64(dropout_seed, 1), 0, training()));
+}
+
+TransformerLM::TransformerLM(const ModelConfig& config, Rng& rng) : config_(config) {
+  require(config.vocab > 0, "model.vocab must be positive, got {}", config.vocab);
+  require(config.n_layers > 0, "model.n_layers must be positive, got {}", config.n_layers);
+  require(config.n_heads > 0 && config.d_model % config.n_heads == 0,
+          "model.d_model={} must be divisible by model.n_heads={}", config.d_model,
+          config.n_heads);
+  require(config.d_ff > 0, "model.d_ff must be positive, got {}", config.d_ff);
+  require(config.dropout >= 0.0 && config.dropout < 1.0, "model.dropout must be in [0, 1), got {}",
+          config.dropout);
+  const ModelDims dims{config.d_model, config.n_heads, config.n_layers, config.causal};
+  embed_ = &register_module("embed", std::make_unique<Embedding>(config.vocab, config.d_model, rng));
+  position_ = &register_module("position", make_position_scheme(config.position, dims, rng));
+  for (std::int64_t l = 0; l < config.n_layers; ++l)
+    blocks_.push_back(&register_module("blocks." + std::to_string(l),
+                                       std::make_unique<Block>(config_, l, *position_, rng)));
+  final_norm_ = &register_module("final_norm", std::make_unique<Norm>(config.norm, config.d_model));
+  if (!config.tie_embeddings)
+    head_ = &register_module("head", std::make_unique<Linear>(config.d_model, config.vocab, false, rng));
+}
+
+void TransformerLM::set_attention_path(AttentionPath path) {
+  config_.attention_path = path;
+  for (Block* b : blocks_) b->attention().set_path(path);
+}
+
+Tensor TransformerLM::run(const Tensor& tokens, std::int64_t start, std::vector<Tensor>* memory,
+                          std::vector<KvCache>* caches, std::int64_t mem_len) const {
+  require(tokens.dim() == 2 && tokens.dtype() == DType::i64,
+          "model: tokens must be an i64 (B, L) tensor, got {}", tokens.describe());
+  Tensor x = position_->embed(embed_->forward(tokens), start);  // (B, L, d)
+  for (std::size_t l = 0; l < blocks_.size(); ++l) {
+    const std::uint64_t seed = mix64(dropout_seed_, l);
+    Tensor mem = memory && !memory->empty() ? (*memory)[l] : Tensor();
+    KvCache* cache = caches ? &(*caches)[l] : nullptr;
+    Tensor attention_input;
+    x = blocks_[l]->forward(x, start, mem, cache, seed, memory ? &attention_input : nullptr);
+    if (memory) {
+      // The new memory: the last mem_len attention inputs, without gradient.
+      Tensor all = mem.defined() ? concat({mem, attention_input}, 1) : attention_input;
+      const std::int64_t keep = std::min(mem_len, all.size(1));
+      attention_input = slice(all, 1, all.size(1) - keep, all.size(1)).contiguous();
+      if (memory->size() < blocks_.size()) memory->resize(blocks_.size());
+      (*memory)[l] = attention_input;
+    }
+  }
+  x = final_norm_->forward(x);
+  return head_ ? head_->forward(x) : matmul(x, transpose(embed_->table(), 0, 1));  // (B, L, V)
+}
+
+Tensor TransformerLM::forward(const Tensor& tokens, std::int64_t start) const {
+  return run(tokens, start, nullptr, nullptr, 0);
+}
+
+Tensor TransformerLM::forward(const Tensor& tokens, DecodeState& state, bool use_cache,
+                              std::int64_t mem_len) const {
+  Tensor logits;
+  if (use_cache) {
+    if (state.caches.empty()) state.caches.resize(blocks_.size());
+    logits = run(tokens, state.position, nullptr, &state.caches, 0);
+  } else {
+    require(mem_len > 0, "model: segment memory needs mem_len > 0");
+    logits = run(tokens, state.position, &state.memory, nullptr, mem_len);
+  }
+  state.position += tokens.size(1);
+  return logits;
+}
+
+}  // namespace relpos

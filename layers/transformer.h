@@ -1,0 +1,83 @@
+#pragma once
+// A pre-norm Transformer language model: token embedding (+ absolute position
+// term), n blocks of [x + attn(norm(x)); x + mlp(norm(x))], a final norm and the
+// LM head (optionally tied to the embedding).
+#include <memory>
+#include <vector>
+
+#include "layers/attention.h"
+#include "layers/embedding.h"
+#include "layers/norm.h"
+#include "layers/position/scheme.h"
+
+namespace relpos {
+
+struct ModelConfig {
+  std::int64_t vocab = 256;
+  std::int64_t d_model = 128;
+  std::int64_t n_layers = 2;
+  std::int64_t n_heads = 4;
+  std::int64_t d_ff = 512;
+  double dropout = 0.0;
+  NormKind norm = NormKind::layernorm;
+  bool tie_embeddings = true;
+  bool causal = true;
+  PositionConfig position;
+  AttentionPath attention_path = AttentionPath::fused;
+};
+
+// Per-layer state carried between calls: a KV cache (sampling) or XL memory (training).
+struct DecodeState {
+  std::vector<KvCache> caches;
+  std::vector<Tensor> memory;  // per layer (B, M, d_model), detached
+  std::int64_t position = 0;   // absolute position of the next token
+};
+
+class Block : public Module {
+ public:
+  Block(const ModelConfig& config, std::int64_t layer, const PositionScheme& scheme, Rng& rng);
+  // x (B, L, d). `attention_input`, if given, receives norm1(x) (the next memory).
+  Tensor forward(const Tensor& x, std::int64_t start, const Tensor& memory, KvCache* cache,
+                 std::uint64_t dropout_seed, Tensor* attention_input = nullptr) const;
+  MultiHeadAttention& attention() { return *attn_; }
+
+ private:
+  const ModelConfig& config_;
+  Norm* norm1_;
+  MultiHeadAttention* attn_;
+  Norm* norm2_;
+  Linear* fc1_;
+  Linear* fc2_;
+};
+
+class TransformerLM : public Module {
+ public:
+  TransformerLM(const ModelConfig& config, Rng& rng);
+
+  // tokens i64 (B, L) at positions start.. -> logits (B, L, vocab).
+  Tensor forward(const Tensor& tokens, std::int64_t start = 0) const;
+  // Like forward, using and updating the state: the KV cache when `use_cache`,
+  // else segment memory of up to mem_len positions per layer (Transformer-XL).
+  Tensor forward(const Tensor& tokens, DecodeState& state, bool use_cache,
+                 std::int64_t mem_len = 0) const;
+
+  const ModelConfig& config() const { return config_; }
+  const PositionScheme& position() const { return *position_; }
+  void set_attention_path(AttentionPath path);
+  // Dropout masks are drawn from (seed, step): set once per step by the trainer.
+  void set_dropout_seed(std::uint64_t seed) { dropout_seed_ = seed; }
+
+ private:
+  Tensor run(const Tensor& tokens, std::int64_t start, std::vector<Tensor>* memory,
+             std::vector<KvCache>* caches, std::int64_t mem_len) const;
+
+  ModelConfig config_;
+  Embedding* embed_;
+  PositionScheme* position_;
+  std::vector<Block*> blocks_;
+  Norm* final_norm_;
+  Linear* head_ = nullptr;  // absent when tied
+  std::uint64_t dropout_seed_ = 0;
+};
+
+}  // namespace relpos

@@ -1,0 +1,64 @@
+#pragma once
+// Optimizer: updates parameters in place (under a NoGradGuard) from their .grad,
+// with every piece of state in a named tensor, so that a checkpoint saves it and
+// a resumed run continues bit for bit.
+//
+// State keys: "step" (i64 scalar: the number of step() calls) and
+// "<param name>/<buffer>" for per-parameter buffers, e.g.
+// "blocks.0.attn.q.weight/exp_avg". Every buffer exists, zero-initialised, from
+// construction, so the set of keys depends only on the parameters and settings.
+//
+// Kernels: CPU, f32 and f64, parameters and gradients contiguous.
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "autograd/tensor.h"
+#include "optim/parameter.h"
+
+namespace relpos {
+
+class Optimizer {
+ public:
+  explicit Optimizer(std::vector<NamedParameter> parameters);
+  virtual ~Optimizer() = default;
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  // One update, with learning rate lr >= 0, of every parameter that has a
+  // gradient; parameters without one are skipped and their buffers untouched.
+  void step(double lr);
+  // Drops every parameter's gradient.
+  void zero_grad();
+
+  std::int64_t step_count() const;
+  const std::vector<NamedParameter>& parameters() const { return parameters_; }
+
+  // A snapshot (copies) of every state tensor, by key.
+  std::map<std::string, Tensor> state() const;
+  // Copies `state` into this optimizer. It must hold exactly this optimizer's
+  // keys, with the same shapes and dtypes; otherwise a UsageError names the key
+  // (and both shapes) and nothing is changed.
+  void load_state(const std::map<std::string, Tensor>& state);
+
+ protected:
+  // Registers the zero state tensor "<name of parameter index>/<buffer>" and
+  // returns it (a handle that load_state writes through).
+  Tensor add_buffer(std::size_t index, const std::string& buffer, const Shape& shape, DType dtype);
+  // Updates parameters()[index].tensor in place; grad is contiguous, with the
+  // parameter's shape, dtype and device. Runs under a NoGradGuard.
+  virtual void update(std::size_t index, const Tensor& grad, double lr) = 0;
+  // Increments an i64 scalar counter tensor and returns the new value.
+  static std::int64_t increment(const Tensor& counter);
+
+ private:
+  void check_gradient(const NamedParameter& parameter) const;
+
+  std::vector<NamedParameter> parameters_;
+  std::map<std::string, Tensor> state_;
+  Tensor steps_;  // i64 scalar, also state_["step"]
+};
+
+}  // namespace relpos
