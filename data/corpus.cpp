@@ -1,0 +1,61 @@
+#include "data/corpus.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "autograd/error.h"
+#include "data/tokenizer.h"
+
+namespace relpos {
+namespace {
+
+std::string read_file_bytes(const std::string& path) {
+  require(std::filesystem::is_regular_file(path),
+          "corpus file '{}' does not exist or is not a file", path);
+  std::ifstream in(path, std::ios::binary);
+  require(in.good(), "cannot open corpus file '{}': {}", path, std::strerror(errno));
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  require(!in.bad(), "cannot read corpus file '{}': {}", path, std::strerror(errno));
+  require(!bytes.empty(), "corpus file '{}' is empty", path);
+  return bytes;
+}
+
+}  // namespace
+
+std::string_view name_of(Split split) { return split == Split::train ? "train" : "validation"; }
+
+Corpus load_corpus(const std::string& path, double val_fraction) {
+  require(val_fraction > 0.0 && val_fraction < 1.0,
+          "val_fraction must be in (0, 1), got {} (corpus '{}')", val_fraction, path);
+  const std::vector<std::int64_t> tokens = encode_bytes(read_file_bytes(path));
+  const auto size = static_cast<std::int64_t>(tokens.size());
+  const auto validation_size =
+      static_cast<std::int64_t>(std::floor(static_cast<double>(size) * val_fraction));
+  const auto boundary = tokens.begin() + (size - validation_size);
+  return {path, {tokens.begin(), boundary}, {boundary, tokens.end()}};
+}
+
+void require_enough(const Corpus& corpus, Split split, std::int64_t seq_len,
+                    std::int64_t batch_size) {
+  const auto have = static_cast<std::int64_t>(corpus.tokens(split).size());
+  const std::int64_t need = batch_size * seq_len + 1;
+  require(have >= need,
+          "corpus '{}': the {} split has {} tokens but one batch needs {} "
+          "(batch_size {} × seq_len {} + 1); use a longer text, a smaller seq_len or batch_size, "
+          "or a different val_fraction",
+          corpus.path, name_of(split), have, need, batch_size, seq_len);
+}
+
+std::string bundled_corpus_path() {
+  const char* data_dir = std::getenv("RELPOS_DATA_DIR");
+  const std::string root =
+      data_dir != nullptr && *data_dir != '\0' ? std::string(data_dir) : RELPOS_SOURCE_DIR "/data";
+  return root + "/corpus/kjv.txt";
+}
+
+}  // namespace relpos

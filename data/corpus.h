@@ -1,0 +1,41 @@
+#pragma once
+// A text corpus as byte tokens, split deterministically into train and validation.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace relpos {
+
+enum class Split { train, validation };
+std::string_view name_of(Split split);
+
+struct Corpus {
+  std::string path;                      // the file it was read from, for messages
+  std::vector<std::int64_t> train;       // the first bytes of the file
+  std::vector<std::int64_t> validation;  // the last floor(size × val_fraction) bytes
+
+  const std::vector<std::int64_t>& tokens(Split split) const {
+    return split == Split::train ? train : validation;
+  }
+};
+
+// Reads the whole file as bytes and splits it: the last floor(size × val_fraction)
+// bytes are the validation split, the rest (in file order) the training split.
+// A missing, unreadable or empty file, or val_fraction outside (0, 1), is a
+// UsageError naming the path or the value.
+Corpus load_corpus(const std::string& path, double val_fraction);
+
+// Checks that `split` holds one batch of non-overlapping windows:
+// batch_size × seq_len + 1 tokens (each window scores seq_len next tokens, and
+// consecutive windows share one boundary token). The UsageError names the file,
+// the split, its length and what is needed.
+void require_enough(const Corpus& corpus, Split split, std::int64_t seq_len,
+                    std::int64_t batch_size);
+
+// The bundled corpus (data/corpus/kjv.txt): under $RELPOS_DATA_DIR when that
+// is set, else under the source tree's data/ folder, whose path is baked in at
+// build time.
+std::string bundled_corpus_path();
+
+}  // namespace relpos

@@ -1,0 +1,96 @@
+#include "data/data_source.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "autograd/error.h"
+
+namespace relpos {
+namespace {
+
+// Independent generator streams derived from the one config seed.
+constexpr std::uint64_t kTrainStream = 0x747261696e;  // "train"
+constexpr std::uint64_t kEvalStream = 0x6576616c;     // "eval"
+
+void check_eval_request(std::int64_t seq_len, std::int64_t count) {
+  require(seq_len >= 1, "eval seq_len must be >= 1, got {}", seq_len);
+  require(count >= 0, "eval batch count must be >= 0, got {}", count);
+}
+
+}  // namespace
+
+DataSource::DataSource(const DataConfig& config)
+    : config_(config), rng_(mix64(config.seed, kTrainStream)) {
+  require(config.seq_len >= 1, "data seq_len must be >= 1, got {}", config.seq_len);
+  require(config.batch_size >= 1, "data batch_size must be >= 1, got {}", config.batch_size);
+}
+
+Batch DataSource::next_train() {
+  Batch batch = draw_train(rng_);
+  ++batches_drawn_;
+  return batch;
+}
+
+void DataSource::set_sampler_state(const SamplerState& state) {
+  rng_.set_state(state.rng);
+  batches_drawn_ = state.batches_drawn;
+}
+
+std::int64_t DataSource::eval_rows(std::int64_t seq_len) const {
+  return std::max<std::int64_t>(1, config_.batch_size * config_.seq_len / seq_len);
+}
+
+CorpusSource::CorpusSource(const DataConfig& config, const std::string& path)
+    : DataSource(config), corpus_(load_corpus(path, config.val_fraction)) {
+  require_enough(corpus_, Split::train, config.seq_len, config.batch_size);
+  require_enough(corpus_, Split::validation, config.seq_len, config.batch_size);
+}
+
+Batch CorpusSource::draw_train(Rng& rng) {
+  return random_windows(corpus_.train, config().seq_len, config().batch_size, rng);
+}
+
+std::vector<Batch> CorpusSource::eval_batches(std::int64_t seq_len, std::int64_t count) const {
+  check_eval_request(seq_len, count);
+  const std::int64_t rows = eval_rows(seq_len);
+  require_enough(corpus_, Split::validation, seq_len, rows);
+  return sequential_windows(corpus_.validation, seq_len, rows, count);
+}
+
+std::string CorpusSource::describe() const {
+  return fmt::format("corpus {}: {} train + {} validation bytes", corpus_.path,
+                     corpus_.train.size(), corpus_.validation.size());
+}
+
+TaskSource::TaskSource(const DataConfig& config, TaskKind kind)
+    : DataSource(config), generator_(kind, config.task, config.seq_len) {}
+
+Batch TaskSource::draw_train(Rng& rng) {
+  return generator_.batch(config().seq_len, config().batch_size, rng);
+}
+
+std::vector<Batch> TaskSource::eval_batches(std::int64_t seq_len, std::int64_t count) const {
+  check_eval_request(seq_len, count);
+  Rng rng(mix64(config().seed, kEvalStream));
+  std::vector<Batch> batches;
+  for (std::int64_t i = 0; i < count; ++i)
+    batches.push_back(generator_.batch(seq_len, eval_rows(seq_len), rng));
+  return batches;
+}
+
+std::string TaskSource::describe() const {
+  const TaskParams& p = config().task;
+  return fmt::format("task {}: num_symbols {}, offset {}, num_pairs {}", name_of(generator_.kind()),
+                     p.num_symbols, p.offset, p.num_pairs);
+}
+
+std::unique_ptr<DataSource> make_source(const DataConfig& config) {
+  if (config.source == "corpus")
+    return std::make_unique<CorpusSource>(config, bundled_corpus_path());
+  if (const auto kind = task_from_name(config.source))
+    return std::make_unique<TaskSource>(config, *kind);
+  return std::make_unique<CorpusSource>(config, config.source);
+}
+
+}  // namespace relpos

@@ -1,0 +1,92 @@
+#pragma once
+// Where training and evaluation batches come from: a text corpus or a synthetic task.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "autograd/random.h"
+#include "data/batch.h"
+#include "data/corpus.h"
+#include "data/sampler.h"
+#include "data/tasks.h"
+
+namespace relpos {
+
+// Filled by the config loader.
+struct DataConfig {
+  // "corpus" (the bundled corpus), a task name (see tasks.h), or a path to a text file.
+  std::string source = "corpus";
+  std::int64_t seq_len = 256;  // training window length L
+  std::int64_t batch_size = 32;
+  double val_fraction = 0.05;  // corpus: the last fraction of the bytes is validation
+  TaskParams task;
+  std::uint64_t seed = 0;
+};
+
+class DataSource {
+ public:
+  explicit DataSource(const DataConfig& config);
+  virtual ~DataSource() = default;
+  DataSource(const DataSource&) = delete;
+  DataSource& operator=(const DataSource&) = delete;
+
+  // The next training batch, i64 (batch_size, seq_len), from the resumable stream.
+  Batch next_train();
+  SamplerState sampler_state() const { return {rng_.state(), batches_drawn_}; }
+  void set_sampler_state(const SamplerState& state);
+
+  // Up to `count` evaluation batches at length seq_len (the training length or
+  // another one, for length extrapolation). The same call always returns the
+  // same batches. Each has eval_rows(seq_len) rows, so every length uses about
+  // batch_size × train seq_len tokens per batch.
+  virtual std::vector<Batch> eval_batches(std::int64_t seq_len, std::int64_t count) const = 0;
+  std::int64_t eval_rows(std::int64_t seq_len) const;
+
+  virtual std::string describe() const = 0;  // one line for logs
+  const DataConfig& config() const { return config_; }
+
+ protected:
+  virtual Batch draw_train(Rng& rng) = 0;
+
+ private:
+  DataConfig config_;
+  Rng rng_;
+  std::uint64_t batches_drawn_ = 0;
+};
+
+// Random windows of a text file for training; sequential windows of its
+// validation split for evaluation.
+class CorpusSource final : public DataSource {
+ public:
+  CorpusSource(const DataConfig& config, const std::string& path);
+  std::vector<Batch> eval_batches(std::int64_t seq_len, std::int64_t count) const override;
+  std::string describe() const override;
+  const Corpus& corpus() const { return corpus_; }
+
+ protected:
+  Batch draw_train(Rng& rng) override;
+
+ private:
+  Corpus corpus_;
+};
+
+// Fresh task sequences for training; evaluation sequences from a fixed seed
+// derived from the config seed.
+class TaskSource final : public DataSource {
+ public:
+  TaskSource(const DataConfig& config, TaskKind kind);
+  std::vector<Batch> eval_batches(std::int64_t seq_len, std::int64_t count) const override;
+  std::string describe() const override;
+
+ protected:
+  Batch draw_train(Rng& rng) override;
+
+ private:
+  TaskGenerator generator_;
+};
+
+// "corpus" → the bundled corpus; a task name → that task; anything else → a file path.
+std::unique_ptr<DataSource> make_source(const DataConfig& config);
+
+}  // namespace relpos

@@ -1,0 +1,64 @@
+#include "data/sampler.h"
+
+#include <algorithm>
+
+#include "autograd/error.h"
+
+namespace relpos {
+namespace {
+
+// Writes the window starting at tokens[start] into row `row` of the batch.
+void fill_row(Batch& batch, std::int64_t row, std::span<const std::int64_t> tokens,
+              std::int64_t start) {
+  const std::int64_t seq_len = batch.inputs.size(1);
+  std::int64_t* inputs = batch.inputs.data<std::int64_t>() + row * seq_len;
+  std::int64_t* targets = batch.targets.data<std::int64_t>() + row * seq_len;
+  std::copy_n(tokens.begin() + start, seq_len, inputs);
+  std::copy_n(tokens.begin() + start + 1, seq_len, targets);
+}
+
+}  // namespace
+
+std::vector<std::uint64_t> SamplerState::to_words() const {
+  return {rng[0], rng[1], rng[2], rng[3], batches_drawn};
+}
+
+SamplerState SamplerState::from_words(std::span<const std::uint64_t> words) {
+  require(words.size() == 5, "sampler state has {} words, expected 5 (4 generator words + count)",
+          words.size());
+  return {{words[0], words[1], words[2], words[3]}, words[4]};
+}
+
+Batch random_windows(std::span<const std::int64_t> tokens, std::int64_t seq_len,
+                     std::int64_t batch_size, Rng& rng) {
+  const auto size = static_cast<std::int64_t>(tokens.size());
+  require(size > seq_len, "random_windows: {} tokens cannot hold a window of seq_len {} + 1", size,
+          seq_len);
+  Batch batch = empty_batch(batch_size, seq_len);
+  for (std::int64_t row = 0; row < batch_size; ++row) {
+    const auto start =
+        static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(size - seq_len)));
+    fill_row(batch, row, tokens, start);
+  }
+  return batch;
+}
+
+std::vector<Batch> sequential_windows(std::span<const std::int64_t> tokens, std::int64_t seq_len,
+                                      std::int64_t rows, std::int64_t max_batches) {
+  require(seq_len >= 1 && rows >= 1, "sequential_windows: seq_len {} and rows {} must be >= 1",
+          seq_len, rows);
+  const auto windows =
+      std::max<std::int64_t>(0, static_cast<std::int64_t>(tokens.size()) - 1) / seq_len;
+  const std::int64_t used = std::min(windows, rows * max_batches);
+  std::vector<Batch> batches;
+  for (std::int64_t first = 0; first < used; first += rows) {
+    const std::int64_t count = std::min(rows, used - first);
+    Batch batch = empty_batch(count, seq_len);
+    for (std::int64_t row = 0; row < count; ++row)
+      fill_row(batch, row, tokens, (first + row) * seq_len);
+    batches.push_back(std::move(batch));
+  }
+  return batches;
+}
+
+}  // namespace relpos

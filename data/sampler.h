@@ -1,0 +1,39 @@
+#pragma once
+// Batches of windows cut from a token stream: random windows for training,
+// drawn from a seeded, resumable stream; sequential windows for evaluation.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "autograd/random.h"
+#include "data/batch.h"
+
+namespace relpos {
+
+// Everything a training stream needs to continue bit-exactly after a restore.
+struct SamplerState {
+  Rng::State rng{};                 // the generator every training batch is drawn from
+  std::uint64_t batches_drawn = 0;  // training batches drawn so far
+
+  // As 5 words (rng[0..3], batches_drawn) for a checkpoint attribute, and back;
+  // a word count other than 5 is a UsageError.
+  std::vector<std::uint64_t> to_words() const;
+  static SamplerState from_words(std::span<const std::uint64_t> words);
+  bool operator==(const SamplerState&) const = default;
+};
+
+// `batch_size` windows of seq_len + 1 consecutive tokens, each starting at a
+// uniform offset in [0, size − seq_len − 1]; inputs = window[0..L),
+// targets = window[1..L] (the next token at every position).
+// Needs tokens.size() > seq_len (callers check with require_enough).
+Batch random_windows(std::span<const std::int64_t> tokens, std::int64_t seq_len,
+                     std::int64_t batch_size, Rng& rng);
+
+// Non-overlapping windows in order: window k has inputs tokens[kL, kL+L) and
+// targets tokens[kL+1, kL+L+1), so every token after the first is scored once.
+// Consecutive windows form batches of `rows`; at most `max_batches` batches,
+// the last one possibly with fewer rows; a partial window is never produced.
+std::vector<Batch> sequential_windows(std::span<const std::int64_t> tokens, std::int64_t seq_len,
+                                      std::int64_t rows, std::int64_t max_batches);
+
+}  // namespace relpos
