@@ -1,0 +1,695 @@
+// The run configuration: defaults, YAML layers and overrides, error messages,
+// validation, the to_yaml round trip, docs/config.md and the configs/ examples.
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "autograd/error.h"
+#include "tests/fixture.h"
+#include "train/config.h"
+
+namespace relpos {
+namespace {
+
+namespace fs = std::filesystem;
+using Catch::Contains;
+
+// A fresh directory under the system temp dir, removed with everything in it.
+class TempDir {
+ public:
+  TempDir() {
+    static std::atomic<int> counter{0};
+    path_ = fs::temp_directory_path() /
+            ("relpos_test_config_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  // Writes `text` to `name` inside the directory and returns its path.
+  std::string write(const std::string& name, const std::string& text) const {
+    const fs::path file = path_ / name;
+    std::ofstream(file) << text;
+    return file.string();
+  }
+  std::string path(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  fs::path path_;
+};
+
+RunConfig from_overrides(const std::vector<std::string>& overrides) {
+  return load_config({}, overrides);
+}
+
+// Every field, compared one by one (data.seed is not a config key: the trainer derives it).
+void require_same(const RunConfig& a, const RunConfig& b) {
+  const ModelConfig &ma = a.model, &mb = b.model;
+  CHECK(ma.vocab == mb.vocab);
+  CHECK(ma.d_model == mb.d_model);
+  CHECK(ma.n_layers == mb.n_layers);
+  CHECK(ma.n_heads == mb.n_heads);
+  CHECK(ma.d_ff == mb.d_ff);
+  CHECK(ma.dropout == mb.dropout);
+  CHECK(ma.norm == mb.norm);
+  CHECK(ma.tie_embeddings == mb.tie_embeddings);
+  CHECK(ma.causal == mb.causal);
+  CHECK(ma.attention_path == mb.attention_path);
+  const PositionConfig &pa = ma.position, &pb = mb.position;
+  CHECK(pa.scheme == pb.scheme);
+  CHECK(pa.max_len == pb.max_len);
+  CHECK(pa.max_relative == pb.max_relative);
+  CHECK(pa.shaw_keys == pb.shaw_keys);
+  CHECK(pa.shaw_values == pb.shaw_values);
+  CHECK(pa.per_head == pb.per_head);
+  CHECK(pa.num_buckets == pb.num_buckets);
+  CHECK(pa.max_distance == pb.max_distance);
+  CHECK(pa.bidirectional_buckets == pb.bidirectional_buckets);
+  CHECK(pa.per_layer == pb.per_layer);
+  CHECK(pa.scale == pb.scale);
+  CHECK(pa.clamp_len == pb.clamp_len);
+  CHECK(pa.per_layer_uv == pb.per_layer_uv);
+  CHECK(pa.rope_base == pb.rope_base);
+  CHECK(a.data.source == b.data.source);
+  CHECK(a.data.seq_len == b.data.seq_len);
+  CHECK(a.data.batch_size == b.data.batch_size);
+  CHECK(a.data.val_fraction == b.data.val_fraction);
+  CHECK(a.data.task.num_symbols == b.data.task.num_symbols);
+  CHECK(a.data.task.offset == b.data.task.offset);
+  CHECK(a.data.task.num_pairs == b.data.task.num_pairs);
+  CHECK(a.optim.name == b.optim.name);
+  CHECK(a.optim.lr == b.optim.lr);
+  CHECK(a.optim.beta1 == b.optim.beta1);
+  CHECK(a.optim.beta2 == b.optim.beta2);
+  CHECK(a.optim.eps == b.optim.eps);
+  CHECK(a.optim.weight_decay == b.optim.weight_decay);
+  CHECK(a.optim.momentum == b.optim.momentum);
+  CHECK(a.optim.nesterov == b.optim.nesterov);
+  CHECK(a.optim.grad_clip == b.optim.grad_clip);
+  CHECK(a.optim.grad_accum == b.optim.grad_accum);
+  CHECK(a.schedule.name == b.schedule.name);
+  CHECK(a.schedule.warmup_steps == b.schedule.warmup_steps);
+  CHECK(a.schedule.min_lr == b.schedule.min_lr);
+  CHECK(a.train.steps == b.train.steps);
+  CHECK(a.train.log_every == b.train.log_every);
+  CHECK(a.train.eval_every == b.train.eval_every);
+  CHECK(a.train.eval_batches == b.train.eval_batches);
+  CHECK(a.train.checkpoint_every == b.train.checkpoint_every);
+  CHECK(a.train.keep_checkpoints == b.train.keep_checkpoints);
+  CHECK(a.train.seed == b.train.seed);
+  CHECK(a.train.threads == b.train.threads);
+  CHECK(a.train.device == b.train.device);
+  CHECK(a.train.out_dir == b.train.out_dir);
+  CHECK(a.eval.lengths == b.eval.lengths);
+}
+
+// require_same compares this many keys; a new key must be added there too.
+constexpr std::size_t kComparedKeys = 55;
+
+// Every key set to a value other than its default (and valid together).
+const char* const kEveryKeyYaml = R"(model:
+  vocab: 300
+  d_model: 96
+  n_layers: 3
+  n_heads: 6
+  d_ff: 200
+  dropout: 0.125
+  norm: rmsnorm
+  tie_embeddings: false
+  causal: false
+  attention: composed
+  position:
+    scheme: shaw
+    max_len: 4096
+    max_relative: 5
+    shaw_keys: false
+    shaw_values: true
+    per_head: true
+    num_buckets: 64
+    max_distance: 256
+    bidirectional_buckets: false
+    per_layer: true
+    scale: false
+    clamp_len: 7
+    per_layer_uv: true
+    rope_base: 500000
+data:
+  source: offset_lookup
+  seq_len: 64
+  batch_size: 5
+  val_fraction: 0.25
+  task:
+    num_symbols: 20
+    offset: 3
+    num_pairs: 4
+optim:
+  name: sgd
+  lr: 0.0003
+  beta1: 0.8
+  beta2: 0.95
+  eps: 1e-6
+  weight_decay: 0.5
+  momentum: 0.9
+  nesterov: true
+  grad_clip: 0
+  grad_accum: 4
+schedule:
+  name: warmup_linear
+  warmup_steps: 7
+  min_lr: 0.00001
+train:
+  steps: 77
+  log_every: 3
+  eval_every: 11
+  eval_batches: 2
+  checkpoint_every: 13
+  keep_checkpoints: 0
+  seed: 18446744073709551615
+  threads: 2
+  device: cuda
+  out_dir: runs/every key
+eval:
+  lengths: [64, 128, 512]
+)";
+
+RunConfig every_key_expected() {
+  RunConfig c;
+  c.model = {
+      300, 96, 3, 6, 200, 0.125, NormKind::rmsnorm, false, false, {}, AttentionPath::composed};
+  PositionConfig& p = c.model.position;
+  p.scheme = "shaw";
+  p.max_len = 4096;
+  p.max_relative = 5;
+  p.shaw_keys = false;
+  p.shaw_values = true;
+  p.per_head = true;
+  p.num_buckets = 64;
+  p.max_distance = 256;
+  p.bidirectional_buckets = false;
+  p.per_layer = true;
+  p.scale = false;
+  p.clamp_len = 7;
+  p.per_layer_uv = true;
+  p.rope_base = 500000.0;
+  c.data.source = "offset_lookup";
+  c.data.seq_len = 64;
+  c.data.batch_size = 5;
+  c.data.val_fraction = 0.25;
+  c.data.task = {20, 3, 4};
+  c.optim = {"sgd", 3e-4, 0.8, 0.95, 1e-6, 0.5, 0.9, true, 0.0, 4};
+  c.schedule = {"warmup_linear", 7, 1e-5};
+  c.train = {
+      77, 3, 11, 2, 13, 0, std::numeric_limits<std::uint64_t>::max(), 2, "cuda", "runs/every key"};
+  c.eval.lengths = {64, 128, 512};
+  return c;
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path);
+  REQUIRE(in.good());
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+TEST_CASE("config: no files and no overrides give the struct defaults", "[config]") {
+  const RunConfig c = load_config({}, {});
+  require_same(c, RunConfig{});
+  // Spot checks of the documented defaults, independent of the structs.
+  CHECK(c.model.d_model == 128);
+  CHECK(c.model.position.scheme == "none");
+  CHECK(c.model.position.bidirectional_buckets == false);  // follows model.causal = true
+  CHECK(c.optim.lr == 1e-3);
+  CHECK(c.train.out_dir == "runs/default");
+  CHECK(c.eval.lengths.empty());
+}
+
+TEST_CASE("config: a file setting every key reaches every field", "[config]") {
+  REQUIRE(config_keys().size() == kComparedKeys);
+  TempDir dir;
+  const RunConfig c = load_config({dir.write("every.yaml", kEveryKeyYaml)}, {});
+  require_same(c, every_key_expected());
+}
+
+TEST_CASE("config: overrides win over files, later files over earlier ones", "[config]") {
+  TempDir dir;
+  const std::string base = dir.write("base.yaml",
+                                     "model:\n  d_model: 256\n  n_heads: 8\n"
+                                     "optim:\n  lr: 3e-4\n  weight_decay: 0.01\n");
+  const std::string overlay = dir.write("overlay.yaml",
+                                        "optim:\n  lr: 2e-3\n"
+                                        "model:\n  position:\n    scheme: t5\n");
+  SECTION("file then override") {
+    const RunConfig c = load_config({base}, {"optim.lr=5e-4", "eval.lengths=[128, 256]"});
+    CHECK(c.model.d_model == 256);
+    CHECK(c.model.n_heads == 8);
+    CHECK(c.optim.lr == 5e-4);
+    CHECK(c.optim.weight_decay == 0.01);
+    CHECK(c.eval.lengths == std::vector<std::int64_t>{128, 256});
+    CHECK(c.model.n_layers == 2);  // untouched: the default
+  }
+  SECTION("two files merged") {
+    const RunConfig c = load_config({base, overlay}, {});
+    CHECK(c.model.d_model == 256);
+    CHECK(c.optim.lr == 2e-3);
+    CHECK(c.optim.weight_decay == 0.01);
+    CHECK(c.model.position.scheme == "t5");
+  }
+  SECTION("the order of the files decides") {
+    CHECK(load_config({overlay, base}, {}).optim.lr == 3e-4);
+  }
+  SECTION("later overrides win; a section can be overridden as a mapping") {
+    const RunConfig c = load_config({base}, {"optim.lr=1e-2", "optim.lr=4e-3",
+                                             "model.position={scheme: shaw, max_relative: 8}"});
+    CHECK(c.optim.lr == 4e-3);
+    CHECK(c.model.position.scheme == "shaw");
+    CHECK(c.model.position.max_relative == 8);
+  }
+  SECTION("dotted keys inside a file") {
+    const RunConfig c =
+        load_config({dir.write("dotted.yaml", "model.position.scheme: rope\n")}, {});
+    CHECK(c.model.position.scheme == "rope");
+  }
+  SECTION("empty files and empty sections change nothing") {
+    const RunConfig c = load_config(
+        {dir.write("empty.yaml", ""), dir.write("sections.yaml", "model:\neval:\n")}, {});
+    require_same(c, RunConfig{});
+  }
+}
+
+TEST_CASE("config: enum values map to the right enumerators", "[config]") {
+  CHECK(from_overrides({"model.norm=rmsnorm"}).model.norm == NormKind::rmsnorm);
+  CHECK(from_overrides({"model.norm=layernorm"}).model.norm == NormKind::layernorm);
+  CHECK(from_overrides({"model.attention=composed"}).model.attention_path ==
+        AttentionPath::composed);
+  CHECK(from_overrides({"model.attention=fused"}).model.attention_path == AttentionPath::fused);
+}
+
+TEST_CASE("config: file errors name the file and line", "[config]") {
+  TempDir dir;
+  SECTION("missing file") {
+    const std::string missing = dir.path("missing.yaml");
+    REQUIRE_THROWS_WITH(load_config({missing}, {}),
+                        "config file '" + missing + "': cannot open: No such file or directory");
+  }
+  SECTION("a directory") {
+    REQUIRE_THROWS_WITH(load_config({dir.path("")}, {}), Contains("cannot open: Is a directory"));
+  }
+  SECTION("invalid YAML") {
+    const std::string f = dir.write("bad.yaml", "model:\n  d_model: 128\n  n_heads: [4, 8\n");
+    REQUIRE_THROWS_WITH(load_config({f}, {}),
+                        Contains(f + ":4:1: invalid YAML: end of sequence flow not found"));
+  }
+  SECTION("unknown key with a suggestion") {
+    const std::string f = dir.write("typo.yaml", "model:\n  n_heads: 4\n  d_modle: 64\n");
+    REQUIRE_THROWS_WITH(load_config({f}, {}),
+                        f + ":3: unknown key 'model.d_modle' (did you mean 'model.d_model'?)");
+  }
+  SECTION("unknown section with a suggestion") {
+    const std::string f = dir.write("section.yaml", "optim:\n  lr: 1e-3\nmodle:\n  d_model: 64\n");
+    REQUIRE_THROWS_WITH(load_config({f}, {}),
+                        f + ":3: unknown key 'modle' (did you mean 'model'?)");
+  }
+  SECTION("a key in the wrong section is suggested by its name") {
+    const std::string f = dir.write("wrong.yaml", "model:\n  num_buckets: 16\n");
+    REQUIRE_THROWS_WITH(
+        load_config({f}, {}),
+        f + ":2: unknown key 'model.num_buckets' (did you mean 'model.position.num_buckets'?)");
+  }
+  SECTION("an unknown key with nothing close") {
+    const std::string f = dir.write("far.yaml", "train:\n  wandb_project: x\n");
+    REQUIRE_THROWS_WITH(load_config({f}, {}), f + ":2: unknown key 'train.wandb_project'");
+  }
+  SECTION("data.seed is derived, not a key") {
+    const std::string f = dir.write("seed.yaml", "data:\n  seed: 3\n");
+    REQUIRE_THROWS_WITH(load_config({f}, {}), Contains(f + ":2: unknown key 'data.seed'"));
+  }
+  SECTION("wrong scalar types") {
+    const std::string f = dir.write("types.yaml", "model:\n  d_model: abc\n");
+    REQUIRE_THROWS_WITH(load_config({f}, {}),
+                        f + ":2: model.d_model: expected an integer, got 'abc'");
+    const std::string g = dir.write("float.yaml", "optim:\n  lr: 1e-3\n  eps: fast\n");
+    REQUIRE_THROWS_WITH(load_config({g}, {}), g + ":3: optim.eps: expected a number, got 'fast'");
+    const std::string h = dir.write("bool.yaml", "model:\n  causal: yes\n");
+    REQUIRE_THROWS_WITH(load_config({h}, {}),
+                        h + ":2: model.causal: expected true or false, got 'yes'");
+    const std::string i = dir.write("int.yaml", "model:\n  n_layers: 2.5\n");
+    REQUIRE_THROWS_WITH(load_config({i}, {}),
+                        i + ":2: model.n_layers: expected an integer, got '2.5'");
+    const std::string j = dir.write("inf.yaml", "optim:\n  lr: inf\n");
+    REQUIRE_THROWS_WITH(load_config({j}, {}),
+                        j + ":2: optim.lr: expected a finite number, got 'inf'");
+  }
+  SECTION("a mapping where a value is expected") {
+    const std::string f = dir.write("map.yaml", "model:\n  d_model:\n    x: 1\n");
+    REQUIRE_THROWS_WITH(load_config({f}, {}),
+                        f + ":3: model.d_model: expected an integer, got a mapping");
+  }
+  SECTION("a value where a mapping is expected") {
+    const std::string f = dir.write("scalar.yaml", "optim:\n  lr: 1e-3\nmodel: 5\n");
+    REQUIRE_THROWS_WITH(load_config({f}, {}), f + ":3: model: expected a mapping of keys, got '5'");
+    const std::string g = dir.write("list.yaml", "- model\n- optim\n");
+    REQUIRE_THROWS_WITH(load_config({g}, {}),
+                        g + ":1: expected a mapping of config keys, got a list");
+  }
+  SECTION("lists") {
+    const std::string f = dir.write("lengths.yaml", "eval:\n  lengths: 128\n");
+    REQUIRE_THROWS_WITH(load_config({f}, {}),
+                        f + ":2: eval.lengths: expected a list of integers, got '128'");
+    const std::string g = dir.write("element.yaml", "eval:\n  lengths:\n    - 128\n    - x\n");
+    REQUIRE_THROWS_WITH(load_config({g}, {}),
+                        g + ":4: eval.lengths[1]: expected an integer, got 'x'");
+  }
+  SECTION("bad enum values list the allowed ones") {
+    const std::string f = dir.write("enum.yaml", "model:\n  norm: batchnorm\n");
+    REQUIRE_THROWS_WITH(load_config({f}, {}),
+                        f + ":2: model.norm: expected one of layernorm, rmsnorm, got 'batchnorm'");
+  }
+  SECTION("a key set twice in one file") {
+    const std::string f = dir.write("twice.yaml", "model:\n  d_model: 64\nmodel.d_model: 32\n");
+    REQUIRE_THROWS_WITH(load_config({f}, {}),
+                        f + ":3: key 'model.d_model' is set twice (first at " + f + ":2)");
+  }
+  SECTION("a later file may set a key again") {
+    const std::string a = dir.write("a.yaml", "model:\n  d_model: 64\n");
+    const std::string b = dir.write("b.yaml", "model:\n  d_model: 32\n");
+    CHECK(load_config({a, b}, {}).model.d_model == 32);
+  }
+}
+
+TEST_CASE("config: override errors name the override", "[config]") {
+  SECTION("no '='") {
+    REQUIRE_THROWS_WITH(from_overrides({"optim.lr"}),
+                        "override 'optim.lr': expected key.path=value");
+    REQUIRE_THROWS_WITH(from_overrides({"=3"}), "override '=3': expected key.path=value");
+  }
+  SECTION("unknown key") {
+    REQUIRE_THROWS_WITH(from_overrides({"model.foo=1"}),
+                        "override 'model.foo=1': unknown key 'model.foo'");
+    REQUIRE_THROWS_WITH(
+        from_overrides({"optim.lrr=1"}),
+        "override 'optim.lrr=1': unknown key 'optim.lrr' (did you mean 'optim.lr'?)");
+  }
+  SECTION("wrong type") {
+    REQUIRE_THROWS_WITH(from_overrides({"optim.lr=abc"}),
+                        "override 'optim.lr=abc': optim.lr: expected a number, got 'abc'");
+    REQUIRE_THROWS_WITH(
+        from_overrides({"train.seed=-1"}),
+        "override 'train.seed=-1': train.seed: expected a non-negative integer, got '-1'");
+    REQUIRE_THROWS_WITH(from_overrides({"train.out_dir="}),
+                        "override 'train.out_dir=': train.out_dir: expected a string, got null");
+    REQUIRE_THROWS_WITH(from_overrides({"model.d_model=99999999999999999999"}),
+                        Contains("model.d_model: expected an integer, got '99999999999999999999'"));
+  }
+  SECTION("bad enum value") {
+    REQUIRE_THROWS_WITH(from_overrides({"model.position.scheme=t6"}),
+                        "override 'model.position.scheme=t6': model.position.scheme: expected one "
+                        "of none, sinusoidal, learned, shaw, t5, xl, alibi, rope, got 't6'");
+  }
+  SECTION("invalid YAML value") {
+    REQUIRE_THROWS_WITH(from_overrides({"eval.lengths=[128"}),
+                        Contains("override 'eval.lengths=[128': invalid YAML value:"));
+  }
+  SECTION("a section needs a mapping") {
+    REQUIRE_THROWS_WITH(from_overrides({"model.position=t5"}),
+                        "override 'model.position=t5': model.position: expected a mapping of keys, "
+                        "got 't5'");
+  }
+}
+
+TEST_CASE("config: errors in an embedded config name its origin", "[config]") {
+  REQUIRE_THROWS_WITH(
+      config_from_yaml("model:\n  vocab: 256\n  layers: 2\n", "run.h5:/state/config"),
+      "run.h5:/state/config:3: unknown key 'model.layers' (did you mean "
+      "'model.n_layers'?)");
+  REQUIRE_THROWS_WITH(config_from_yaml("model: {", "ckpt"), Contains("ckpt:1:"));
+}
+
+TEST_CASE("config: to_yaml round-trips every key", "[config]") {
+  SECTION("defaults") {
+    const RunConfig c;
+    require_same(config_from_yaml(to_yaml(c), "defaults"), c);
+  }
+  SECTION("every key changed, with values that are hard to print") {
+    RunConfig c = every_key_expected();
+    c.optim.lr = 1.0 / 3.0;
+    c.optim.eps = 1.2345678901234567e-9;
+    c.schedule.min_lr = 0.1 / 3.0;
+    c.model.position.rope_base = 1e300;
+    c.data.val_fraction = 0.1 + 0.2;  // not 0.3
+    c.train.out_dir = "runs/a b: c # d";
+    c.data.source = "~";
+    validate(c);
+    const std::string yaml = to_yaml(c);
+    INFO(yaml);
+    require_same(config_from_yaml(yaml, "round trip"), c);
+    CHECK(to_yaml(config_from_yaml(yaml, "round trip")) == yaml);
+  }
+  SECTION("strings that read as null or a number stay strings") {
+    RunConfig c;
+    c.train.out_dir = "null";
+    c.data.source = "123";
+    require_same(config_from_yaml(to_yaml(c), "round trip"), c);
+  }
+}
+
+TEST_CASE("config: to_yaml writes every key as nested maps in schema order", "[config]") {
+  const std::string yaml = to_yaml(RunConfig{});
+  // (path, value) of every leaf, in the order written.
+  std::vector<std::pair<std::string, std::string>> leaves;
+  const auto flatten = [&](const auto& self, const YAML::Node& map,
+                           const std::string& prefix) -> void {
+    for (const auto& entry : map) {
+      const std::string path = prefix + entry.first.Scalar();
+      if (entry.second.IsMap()) {
+        self(self, entry.second, path + ".");
+      } else {
+        leaves.emplace_back(path, YAML::Dump(entry.second));
+      }
+    }
+  };
+  flatten(flatten, YAML::Load(yaml), "");
+  const std::vector<ConfigKeyInfo> keys = config_keys();
+  REQUIRE(leaves.size() == keys.size());
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    CHECK(leaves[i].first == keys[i].path);
+    CHECK(leaves[i].second == keys[i].default_value);
+  }
+  CHECK(yaml.starts_with("model:\n  vocab: 256\n"));
+  CHECK(yaml.find("\n  position:\n    scheme: none\n") != std::string::npos);
+}
+
+TEST_CASE("config: bidirectional_buckets follows model.causal unless set", "[config]") {
+  CHECK(from_overrides({}).model.position.bidirectional_buckets == false);
+  CHECK(from_overrides({"model.causal=false"}).model.position.bidirectional_buckets == true);
+  CHECK(from_overrides({"model.causal=false", "model.position.bidirectional_buckets=false"})
+            .model.position.bidirectional_buckets == false);
+  CHECK(from_overrides({"model.causal=true", "model.position.bidirectional_buckets=true"})
+            .model.position.bidirectional_buckets == true);
+  TempDir dir;
+  const std::string set =
+      dir.write("set.yaml", "model:\n  position:\n    bidirectional_buckets: false\n");
+  CHECK(load_config({set}, {"model.causal=false"}).model.position.bidirectional_buckets == false);
+}
+
+TEST_CASE("config: validation errors name the keys and values", "[config]") {
+  struct Case {
+    std::vector<std::string> overrides;
+    std::vector<std::string> expected;  // substrings of the message
+  };
+  const std::vector<Case> cases = {
+      {{"model.d_model=130", "model.n_heads=4"}, {"model.d_model=130", "model.n_heads=4"}},
+      {{"model.n_heads=0"}, {"model.n_heads must be >= 1, got 0"}},
+      {{"model.vocab=0"}, {"model.vocab must be >= 1, got 0"}},
+      {{"model.n_layers=-1"}, {"model.n_layers must be >= 1, got -1"}},
+      {{"model.d_ff=0"}, {"model.d_ff must be >= 1, got 0"}},
+      {{"model.dropout=1"}, {"model.dropout must be in [0, 1), got 1"}},
+      {{"model.dropout=-0.1"}, {"model.dropout must be in [0, 1), got -0.1"}},
+      {{"optim.lr=0"}, {"optim.lr must be > 0, got 0"}},
+      {{"schedule.min_lr=0.01"}, {"schedule.min_lr=0.01", "[0, 0.001]"}},
+      {{"schedule.min_lr=-1e-5"}, {"schedule.min_lr=-1e-05"}},
+      {{"schedule.warmup_steps=2000"}, {"schedule.warmup_steps=2000", "train.steps", "1000"}},
+      {{"schedule.warmup_steps=-1"}, {"schedule.warmup_steps=-1"}},
+      {{"optim.beta1=1"}, {"optim.beta1 must be in [0, 1), got 1"}},
+      {{"optim.beta2=-0.5"}, {"optim.beta2 must be in [0, 1), got -0.5"}},
+      {{"optim.eps=0"}, {"optim.eps must be > 0, got 0"}},
+      {{"optim.weight_decay=-0.1"}, {"optim.weight_decay must be >= 0, got -0.1"}},
+      {{"optim.momentum=1.5"}, {"optim.momentum must be in [0, 1), got 1.5"}},
+      {{"optim.grad_clip=-1"}, {"optim.grad_clip must be >= 0", "got -1"}},
+      {{"optim.grad_accum=0"}, {"optim.grad_accum must be >= 1, got 0"}},
+      {{"data.seq_len=1"}, {"data.seq_len must be >= 2, got 1"}},
+      {{"data.batch_size=0"}, {"data.batch_size must be >= 1, got 0"}},
+      {{"data.val_fraction=0"}, {"data.val_fraction must be in (0, 1), got 0"}},
+      {{"data.val_fraction=1"}, {"data.val_fraction must be in (0, 1), got 1"}},
+      {{"data.source=''"}, {"data.source must not be empty"}},
+      {{"data.source=offset_lookup", "data.task.offset=300"},
+       {"data.task", "offset", "300", "data.seq_len=256"}},
+      {{"data.source=copy", "data.task.num_symbols=1"}, {"data.task", "num_symbols", "got 1"}},
+      {{"train.steps=0"}, {"train.steps must be >= 1, got 0"}},
+      {{"train.eval_every=0"}, {"train.eval_every must be >= 1, got 0"}},
+      {{"train.checkpoint_every=0"}, {"train.checkpoint_every must be >= 1, got 0"}},
+      {{"train.log_every=0"}, {"train.log_every must be >= 1, got 0"}},
+      {{"train.eval_batches=0"}, {"train.eval_batches must be >= 1, got 0"}},
+      {{"train.keep_checkpoints=-1"}, {"train.keep_checkpoints must be >= 0, got -1"}},
+      {{"train.threads=-2"}, {"train.threads must be >= 0, got -2"}},
+      {{"train.out_dir=''"}, {"train.out_dir must not be empty"}},
+      {{"eval.lengths=[512, 1]"}, {"eval.lengths[1] must be >= 2, got 1"}},
+      {{"model.position.scheme=t5", "model.position.num_buckets=1"},
+       {"model.position.num_buckets=1", "max_exact=0"}},
+      {{"model.position.scheme=t5", "model.causal=false", "model.position.num_buckets=3"},
+       {"model.position.num_buckets=3", "model.position.bidirectional_buckets=true",
+        "max_exact=0"}},
+      {{"model.position.scheme=t5", "model.position.num_buckets=32",
+        "model.position.max_distance=8"},
+       {"model.position.max_distance=8", "must exceed max_exact=16"}},
+      {{"model.position.scheme=shaw", "model.position.max_relative=0"},
+       {"model.position.max_relative must be >= 1, got 0"}},
+      {{"model.position.scheme=shaw", "model.position.shaw_keys=false",
+        "model.position.shaw_values=false"},
+       {"model.position.shaw_keys", "model.position.shaw_values"}},
+      {{"model.position.scheme=xl", "model.causal=false"},
+       {"model.position.scheme=xl needs model.causal=true"}},
+      {{"model.position.scheme=xl", "model.position.clamp_len=-1"},
+       {"model.position.clamp_len must be >= 0, got -1"}},
+      {{"model.position.scheme=rope", "model.d_model=12", "model.n_heads=4"},
+       {"even head dimension", "model.d_model=12", "model.n_heads=4", "= 3"}},
+      {{"model.position.scheme=rope", "model.position.rope_base=1"},
+       {"model.position.rope_base must be > 1, got 1"}},
+      {{"model.position.scheme=sinusoidal", "model.d_model=129", "model.n_heads=3"},
+       {"needs an even model.d_model, got 129"}},
+      {{"model.position.scheme=learned", "model.position.max_len=100"},
+       {"model.position.max_len=100", "data.seq_len=256"}},
+      {{"model.position.scheme=learned", "eval.lengths=[512, 2048]"},
+       {"model.position.max_len=1024", "eval.lengths entry 2048"}},
+  };
+  for (const Case& c : cases) {
+    INFO(c.overrides.front());
+    try {
+      from_overrides(c.overrides);
+      FAIL("no error");
+    } catch (const UsageError& e) {
+      const std::string message = e.what();
+      INFO(message);
+      CHECK(message.find('\n') == std::string::npos);
+      for (const std::string& part : c.expected) CHECK(message.find(part) != std::string::npos);
+    }
+  }
+  // The settings of schemes not chosen are not checked.
+  CHECK_NOTHROW(from_overrides({"model.position.num_buckets=1", "model.position.max_len=1"}));
+  CHECK_NOTHROW(from_overrides(
+      {"model.position.scheme=learned", "model.position.max_len=2048", "eval.lengths=[2048]"}));
+}
+
+TEST_CASE("config: validate checks values set in code", "[config]") {
+  RunConfig c;
+  c.optim.name = "rmsprop";
+  REQUIRE_THROWS_WITH(validate(c), "optim.name must be one of sgd, adam, adamw, got 'rmsprop'");
+  c = RunConfig{};
+  c.train.device = "tpu";
+  REQUIRE_THROWS_WITH(validate(c), "train.device must be one of cpu, cuda, got 'tpu'");
+  c = RunConfig{};
+  c.model.position.scheme = "nope";
+  REQUIRE_THROWS_WITH(validate(c), Contains("model.position.scheme must be one of none,"));
+  CHECK_NOTHROW(validate(RunConfig{}));
+}
+
+// docs/config.md documents every key in a table row of its "## Keys" chapter,
+// | `path` | type | `default` | meaning |, with an enum's values in its type cell.
+TEST_CASE("config: docs/config.md documents every key with its type and default", "[config]") {
+  const std::string docs = read_text(testing::source_dir() / "docs" / "config.md");
+  std::map<std::string, std::vector<std::string>> rows;  // path -> cells
+  std::istringstream lines(docs);
+  bool in_keys = false;  // inside the "## Keys" chapter
+  for (std::string line; std::getline(lines, line);) {
+    if (line.starts_with("## ")) in_keys = line == "## Keys";
+    if (!in_keys || !line.starts_with("| `")) continue;
+    std::vector<std::string> cells;
+    std::istringstream split(line.substr(1));
+    for (std::string cell; std::getline(split, cell, '|');) {
+      const auto begin = cell.find_first_not_of(' ');
+      const auto end = cell.find_last_not_of(' ');
+      cells.push_back(begin == std::string::npos ? "" : cell.substr(begin, end - begin + 1));
+    }
+    REQUIRE(cells.size() >= 4);
+    rows[cells[0].substr(1, cells[0].size() - 2)] = cells;
+  }
+  std::vector<std::string> paths;
+  for (const ConfigKeyInfo& key : config_keys()) {
+    INFO(key.path);
+    paths.push_back(key.path);
+    const auto row = rows.find(key.path);
+    REQUIRE(row != rows.end());
+    const std::vector<std::string>& cells = row->second;
+    CHECK(cells[1].starts_with(key.type));
+    for (const std::string& choice : key.choices) {
+      CHECK(cells[1].find("`" + choice + "`") != std::string::npos);
+    }
+    CHECK(cells[2] == "`" + key.default_value + "`");
+    CHECK(!cells[3].empty());
+  }
+  for (const auto& [path, cells] : rows) {
+    INFO(path);
+    CHECK(std::find(paths.begin(), paths.end(), path) != paths.end());  // no stale keys
+  }
+}
+
+TEST_CASE("config: the scheme overlays in configs/schemes load", "[config]") {
+  const fs::path root = testing::source_dir() / "configs";
+  const ConfigKeyInfo scheme = [] {
+    for (const ConfigKeyInfo& key : config_keys()) {
+      if (key.path == "model.position.scheme") return key;
+    }
+    FAIL("no model.position.scheme key");
+    return ConfigKeyInfo{};
+  }();
+  const bool has_quickstart = fs::exists(root / "quickstart.yaml");
+  for (const std::string& name : scheme.choices) {
+    INFO(name);
+    const fs::path file = root / "schemes" / (name + ".yaml");
+    REQUIRE(fs::exists(file));
+    // Only model.position settings, so the file works as an overlay.
+    const YAML::Node node = YAML::LoadFile(file.string());
+    REQUIRE(node.size() == 1);
+    REQUIRE(node["model"].size() == 1);
+    REQUIRE(node["model"]["position"].IsMap());
+    const RunConfig c = load_config({file.string()}, {});
+    CHECK(c.model.position.scheme == name);
+    if (has_quickstart) {
+      CHECK_NOTHROW(load_config({(root / "quickstart.yaml").string(), file.string()}, {}));
+    }
+  }
+  const RunConfig shaw = load_config({(root / "schemes" / "shaw.yaml").string()}, {});
+  CHECK(shaw.model.position.max_relative == 16);
+  const RunConfig t5 = load_config({(root / "schemes" / "t5.yaml").string()}, {});
+  CHECK(t5.model.position.num_buckets == 32);
+  CHECK(t5.model.position.max_distance == 128);
+  const RunConfig learned = load_config({(root / "schemes" / "learned.yaml").string()}, {});
+  CHECK(learned.model.position.max_len == 2048);
+}
+
+TEST_CASE("config: every file under configs/ loads", "[config]") {
+  for (const auto& entry : fs::recursive_directory_iterator(testing::source_dir() / "configs")) {
+    if (entry.path().extension() != ".yaml") continue;
+    INFO(entry.path().string());
+    CHECK_NOTHROW(load_config({entry.path().string()}, {}));
+  }
+}
+
+}  // namespace relpos

@@ -1,0 +1,176 @@
+#include "train/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "autograd/error.h"
+#include "train/config_schema.h"
+#include "train/config_value.h"
+
+namespace relpos {
+namespace {
+
+std::string read_config_file(const std::string& path) {
+  const auto cannot_open = [&](int error) {
+    fail("config file '{}': cannot open: {}", path, std::strerror(error));
+  };
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) cannot_open(EISDIR);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) cannot_open(errno);
+  std::ostringstream text;
+  text << in.rdbuf();
+  require(!in.bad(), "config file '{}': cannot read: {}", path, std::strerror(errno));
+  return text.str();
+}
+
+// `origin` names the text in the error, e.g. "x.yaml:3:9: invalid YAML: ...".
+YAML::Node parse_yaml(const std::string& text, const std::string& origin) {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    fail("{}:{}:{}: invalid YAML: {}", origin, e.mark.line + 1, e.mark.column + 1, e.msg);
+  }
+}
+
+std::string unknown_key(const std::string& where, const std::string& path) {
+  const std::string suggestion = closest_config_path(path);
+  if (suggestion.empty()) return fmt::format("{}: unknown key '{}'", where, path);
+  return fmt::format("{}: unknown key '{}' (did you mean '{}'?)", where, path, suggestion);
+}
+
+// Applies layers of settings over the defaults, remembering which keys were set.
+class ConfigBuilder {
+ public:
+  void apply_document(const YAML::Node& root, const ConfigSource& source) {
+    first_set_at_.clear();
+    if (root.IsNull()) return;  // an empty file
+    require(root.IsMap(), "{}: expected a mapping of config keys, got {}", source.at(root),
+            describe_node(root));
+    apply_section(root, "", source);
+  }
+
+  void apply_override(const std::string& text) {
+    const ConfigSource source{text, true};
+    const auto equals = text.find('=');
+    require(equals != std::string::npos && equals > 0, "override '{}': expected key.path=value",
+            text);
+    const std::string path = text.substr(0, equals);
+    YAML::Node value;
+    try {
+      value = YAML::Load(text.substr(equals + 1));
+    } catch (const YAML::Exception& e) {
+      fail("override '{}': invalid YAML value: {}", text, e.msg);
+    }
+    apply_path(path, source.at(value), value, source);
+  }
+
+  // Fills the keys derived from others, then validates.
+  RunConfig finish() {
+    PositionConfig& position = config_.model.position;
+    if (!set_keys_.contains("model.position.bidirectional_buckets")) {
+      position.bidirectional_buckets = !config_.model.causal;
+    }
+    validate(config_);
+    return config_;
+  }
+
+ private:
+  void apply_section(const YAML::Node& map, const std::string& prefix, const ConfigSource& source) {
+    for (const auto& entry : map) {
+      const YAML::Node& key = entry.first;
+      require(key.IsScalar(), "{}: expected a key name, got {}", source.at(key),
+              describe_node(key));
+      const std::string path = prefix.empty() ? key.Scalar() : prefix + "." + key.Scalar();
+      apply_path(path, source.at(key), entry.second, source);
+    }
+  }
+
+  // Sets the key `path` (or every key inside the section `path`) from `value`;
+  // `where` locates the key for an unknown-key error.
+  void apply_path(const std::string& path, const std::string& where, const YAML::Node& value,
+                  const ConfigSource& source) {
+    if (const ConfigKey* key = find_config_key(path)) {
+      if (!source.is_override) {
+        const auto [first, inserted] = first_set_at_.emplace(path, where);
+        require(inserted, "{}: key '{}' is set twice (first at {})", where, path, first->second);
+      }
+      read_config_value(*key, value, source, config_);
+      set_keys_.insert(path);
+      return;
+    }
+    if (!is_config_section(path)) throw UsageError(unknown_key(where, path));
+    if (value.IsNull()) return;  // an empty section
+    require(value.IsMap(), "{}: {}: expected a mapping of keys, got {}", source.at(value), path,
+            describe_node(value));
+    apply_section(value, path, source);
+  }
+
+  RunConfig config_;
+  std::set<std::string> set_keys_;                   // by any layer
+  std::map<std::string, std::string> first_set_at_;  // key -> where, in the current document
+};
+
+}  // namespace
+
+RunConfig load_config(const std::vector<std::string>& files,
+                      const std::vector<std::string>& overrides) {
+  ConfigBuilder builder;
+  for (const std::string& file : files) {
+    builder.apply_document(parse_yaml(read_config_file(file), file), ConfigSource{file});
+  }
+  for (const std::string& text : overrides) builder.apply_override(text);
+  return builder.finish();
+}
+
+RunConfig config_from_yaml(const std::string& yaml, const std::string& origin) {
+  ConfigBuilder builder;
+  builder.apply_document(parse_yaml(yaml, origin), ConfigSource{origin});
+  return builder.finish();
+}
+
+std::string to_yaml(const RunConfig& config) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  std::vector<std::string> open;  // the sections currently open, outermost first
+  for (const ConfigKey& key : config_schema()) {
+    std::vector<std::string> parts;
+    for (std::size_t begin = 0, dot = 0; dot != std::string::npos; begin = dot + 1) {
+      dot = key.path.find('.', begin);
+      parts.push_back(key.path.substr(begin, dot - begin));
+    }
+    const std::vector<std::string> sections(parts.begin(), parts.end() - 1);
+    std::size_t common = 0;
+    while (common < open.size() && common < sections.size() && open[common] == sections[common]) {
+      ++common;
+    }
+    for (; open.size() > common; open.pop_back()) out << YAML::EndMap;
+    for (; open.size() < sections.size(); open.push_back(sections[open.size()])) {
+      out << YAML::Key << sections[open.size()] << YAML::Value << YAML::BeginMap;
+    }
+    out << YAML::Key << parts.back() << YAML::Value;
+    emit_config_value(key, config, out);
+  }
+  for (; !open.empty(); open.pop_back()) out << YAML::EndMap;
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+std::vector<ConfigKeyInfo> config_keys() {
+  const RunConfig defaults;
+  std::vector<ConfigKeyInfo> keys;
+  for (const ConfigKey& key : config_schema()) {
+    keys.push_back({key.path, config_type_name(key), key.choices, config_value_text(key, defaults),
+                    key.meaning});
+  }
+  return keys;
+}
+
+}  // namespace relpos

@@ -1,0 +1,310 @@
+#include "train/config_schema.h"
+
+#include <algorithm>
+
+namespace relpos {
+namespace {
+
+using F = ConfigField;
+
+std::vector<ConfigKey> build_schema() {
+  return {
+      // ---- model ----
+      {"model.vocab",
+       {},
+       "vocabulary size (256 for the byte-level tokenizer)",
+       [](RunConfig& c) -> F { return &c.model.vocab; }},
+      {"model.d_model",
+       {},
+       "model width; a multiple of model.n_heads",
+       [](RunConfig& c) -> F { return &c.model.d_model; }},
+      {"model.n_layers",
+       {},
+       "number of Transformer blocks",
+       [](RunConfig& c) -> F { return &c.model.n_layers; }},
+      {"model.n_heads",
+       {},
+       "attention heads per block",
+       [](RunConfig& c) -> F { return &c.model.n_heads; }},
+      {"model.d_ff",
+       {},
+       "hidden width of each block's MLP",
+       [](RunConfig& c) -> F { return &c.model.d_ff; }},
+      {"model.dropout",
+       {},
+       "dropout probability on the attention and MLP outputs, in [0, 1)",
+       [](RunConfig& c) -> F { return &c.model.dropout; }},
+      {"model.norm",
+       {"layernorm", "rmsnorm"},
+       "normalisation layer (pre-norm blocks)",
+       [](RunConfig& c) -> F { return &c.model.norm; }},
+      {"model.tie_embeddings",
+       {},
+       "the LM head reuses the token embedding matrix",
+       [](RunConfig& c) -> F { return &c.model.tie_embeddings; }},
+      {"model.causal",
+       {},
+       "causal (left-to-right) attention mask",
+       [](RunConfig& c) -> F { return &c.model.causal; }},
+      {"model.attention",
+       {"fused", "composed"},
+       "attention kernel: fused, or composed of primitive ops (slower; for checking)",
+       [](RunConfig& c) -> F { return &c.model.attention_path; }},
+      // ---- model.position ----
+      {"model.position.scheme",
+       {"none", "sinusoidal", "learned", "shaw", "t5", "xl", "alibi", "rope"},
+       "position scheme (docs/position-schemes.md)",
+       [](RunConfig& c) -> F { return &c.model.position.scheme; }},
+      {"model.position.max_len",
+       {},
+       "learned: positions in the absolute table",
+       [](RunConfig& c) -> F { return &c.model.position.max_len; }},
+      {"model.position.max_relative",
+       {},
+       "shaw: clipping distance k (tables of 2k+1 rows)",
+       [](RunConfig& c) -> F { return &c.model.position.max_relative; }},
+      {"model.position.shaw_keys",
+       {},
+       "shaw: relative term on the keys (logits)",
+       [](RunConfig& c) -> F { return &c.model.position.shaw_keys; }},
+      {"model.position.shaw_values",
+       {},
+       "shaw: relative term on the values (outputs)",
+       [](RunConfig& c) -> F { return &c.model.position.shaw_values; }},
+      {"model.position.per_head",
+       {},
+       "shaw: one table per head instead of one shared by all heads",
+       [](RunConfig& c) -> F { return &c.model.position.per_head; }},
+      {"model.position.num_buckets",
+       {},
+       "t5: number of relative-distance buckets",
+       [](RunConfig& c) -> F { return &c.model.position.num_buckets; }},
+      {"model.position.max_distance",
+       {},
+       "t5: distance where the logarithmic buckets saturate",
+       [](RunConfig& c) -> F { return &c.model.position.max_distance; }},
+      {"model.position.bidirectional_buckets",
+       {},
+       "t5: half the buckets per direction; when not set: the opposite of model.causal",
+       [](RunConfig& c) -> F { return &c.model.position.bidirectional_buckets; }},
+      {"model.position.per_layer",
+       {},
+       "t5: one bias table per layer (UMT5) instead of one shared (T5)",
+       [](RunConfig& c) -> F { return &c.model.position.per_layer; }},
+      {"model.position.scale",
+       {},
+       "t5: divide q·k by sqrt(head_dim) (T5 itself does not)",
+       [](RunConfig& c) -> F { return &c.model.position.scale; }},
+      {"model.position.clamp_len",
+       {},
+       "xl: clamp relative distances to this; 0: no clamp",
+       [](RunConfig& c) -> F { return &c.model.position.clamp_len; }},
+      {"model.position.per_layer_uv",
+       {},
+       "xl: u and v per layer instead of shared by all layers",
+       [](RunConfig& c) -> F { return &c.model.position.per_layer_uv; }},
+      {"model.position.rope_base",
+       {},
+       "rope: base of the rotation frequencies",
+       [](RunConfig& c) -> F { return &c.model.position.rope_base; }},
+      // ---- data ----
+      {"data.source",
+       {},
+       "'corpus' (the bundled corpus), a task (copy, reverse, offset_lookup, associative_recall) "
+       "or a text file path",
+       [](RunConfig& c) -> F { return &c.data.source; }},
+      {"data.seq_len",
+       {},
+       "training window length L",
+       [](RunConfig& c) -> F { return &c.data.seq_len; }},
+      {"data.batch_size",
+       {},
+       "sequences per batch B",
+       [](RunConfig& c) -> F { return &c.data.batch_size; }},
+      {"data.val_fraction",
+       {},
+       "corpus: the last fraction of the bytes held out for evaluation",
+       [](RunConfig& c) -> F { return &c.data.val_fraction; }},
+      {"data.task.num_symbols",
+       {},
+       "tasks: alphabet size, 2..62",
+       [](RunConfig& c) -> F { return &c.data.task.num_symbols; }},
+      {"data.task.offset",
+       {},
+       "offset_lookup: how many positions back the target lies",
+       [](RunConfig& c) -> F { return &c.data.task.offset; }},
+      {"data.task.num_pairs",
+       {},
+       "associative_recall: key-value pairs (and as many queries)",
+       [](RunConfig& c) -> F { return &c.data.task.num_pairs; }},
+      // ---- optim ----
+      {"optim.name",
+       {"sgd", "adam", "adamw"},
+       "optimizer",
+       [](RunConfig& c) -> F { return &c.optim.name; }},
+      {"optim.lr", {}, "peak learning rate", [](RunConfig& c) -> F { return &c.optim.lr; }},
+      {"optim.beta1",
+       {},
+       "adam, adamw: first-moment decay",
+       [](RunConfig& c) -> F { return &c.optim.beta1; }},
+      {"optim.beta2",
+       {},
+       "adam, adamw: second-moment decay",
+       [](RunConfig& c) -> F { return &c.optim.beta2; }},
+      {"optim.eps",
+       {},
+       "adam, adamw: denominator epsilon",
+       [](RunConfig& c) -> F { return &c.optim.eps; }},
+      {"optim.weight_decay",
+       {},
+       "weight decay (adamw: decoupled; adam, sgd: added to the gradient); never on norms, biases "
+       "or position tables",
+       [](RunConfig& c) -> F { return &c.optim.weight_decay; }},
+      {"optim.momentum", {}, "sgd: momentum", [](RunConfig& c) -> F { return &c.optim.momentum; }},
+      {"optim.nesterov",
+       {},
+       "sgd: Nesterov momentum",
+       [](RunConfig& c) -> F { return &c.optim.nesterov; }},
+      {"optim.grad_clip",
+       {},
+       "clip the global L2 norm of the gradients to this; 0: no clipping",
+       [](RunConfig& c) -> F { return &c.optim.grad_clip; }},
+      {"optim.grad_accum",
+       {},
+       "micro-batches per step; their gradients are averaged",
+       [](RunConfig& c) -> F { return &c.optim.grad_accum; }},
+      // ---- schedule ----
+      {"schedule.name",
+       {"constant", "warmup_cosine", "warmup_linear"},
+       "learning-rate schedule",
+       [](RunConfig& c) -> F { return &c.schedule.name; }},
+      {"schedule.warmup_steps",
+       {},
+       "steps of linear warmup up to optim.lr",
+       [](RunConfig& c) -> F { return &c.schedule.warmup_steps; }},
+      {"schedule.min_lr",
+       {},
+       "final learning rate of the decaying schedules, in [0, optim.lr]",
+       [](RunConfig& c) -> F { return &c.schedule.min_lr; }},
+      // ---- train ----
+      {"train.steps", {}, "optimizer steps", [](RunConfig& c) -> F { return &c.train.steps; }},
+      {"train.log_every",
+       {},
+       "steps between progress lines and metrics records",
+       [](RunConfig& c) -> F { return &c.train.log_every; }},
+      {"train.eval_every",
+       {},
+       "steps between evaluations",
+       [](RunConfig& c) -> F { return &c.train.eval_every; }},
+      {"train.eval_batches",
+       {},
+       "batches per evaluation and length",
+       [](RunConfig& c) -> F { return &c.train.eval_batches; }},
+      {"train.checkpoint_every",
+       {},
+       "steps between checkpoints",
+       [](RunConfig& c) -> F { return &c.train.checkpoint_every; }},
+      {"train.keep_checkpoints",
+       {},
+       "most recent checkpoints kept; 0: keep all",
+       [](RunConfig& c) -> F { return &c.train.keep_checkpoints; }},
+      {"train.seed",
+       {},
+       "seed of every random stream (initialisation, data, dropout)",
+       [](RunConfig& c) -> F { return &c.train.seed; }},
+      {"train.threads",
+       {},
+       "CPU threads; 0: all cores",
+       [](RunConfig& c) -> F { return &c.train.threads; }},
+      {"train.device",
+       {"cpu", "cuda"},
+       "where the model runs",
+       [](RunConfig& c) -> F { return &c.train.device; }},
+      {"train.out_dir",
+       {},
+       "directory for checkpoints, metrics and plots",
+       [](RunConfig& c) -> F { return &c.train.out_dir; }},
+      // ---- eval ----
+      {"eval.lengths",
+       {},
+       "evaluation lengths (length extrapolation); []: the training length only",
+       [](RunConfig& c) -> F { return &c.eval.lengths; }},
+  };
+}
+
+// Optimal string alignment distance: insertions, deletions, substitutions and
+// transpositions of adjacent characters each cost 1.
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+std::string_view last_component(std::string_view path) {
+  const auto dot = path.rfind('.');
+  return dot == std::string_view::npos ? path : path.substr(dot + 1);
+}
+
+// Every key path and every section path ("model", "model.position", ...).
+std::vector<std::string> config_paths() {
+  std::vector<std::string> paths;
+  for (const ConfigKey& key : config_schema()) {
+    for (auto dot = key.path.find('.'); dot != std::string::npos;
+         dot = key.path.find('.', dot + 1)) {
+      const std::string section = key.path.substr(0, dot);
+      if (std::find(paths.begin(), paths.end(), section) == paths.end()) paths.push_back(section);
+    }
+    paths.push_back(key.path);
+  }
+  return paths;
+}
+
+}  // namespace
+
+std::string closest_config_path(std::string_view path) {
+  std::string best;
+  std::size_t best_distance = std::string::npos;
+  for (const std::string& candidate : config_paths()) {
+    const std::size_t distance = edit_distance(path, candidate);
+    if (distance < best_distance) {
+      best = candidate;
+      best_distance = distance;
+    }
+  }
+  if (best_distance <= std::max<std::size_t>(2, path.size() / 4)) return best;
+  for (const std::string& candidate : config_paths()) {
+    if (last_component(candidate) == last_component(path)) return candidate;
+  }
+  return "";
+}
+
+const std::vector<ConfigKey>& config_schema() {
+  static const std::vector<ConfigKey> schema = build_schema();
+  return schema;
+}
+
+const ConfigKey* find_config_key(std::string_view path) {
+  const auto& schema = config_schema();
+  const auto it = std::find_if(schema.begin(), schema.end(),
+                               [&](const ConfigKey& key) { return key.path == path; });
+  return it == schema.end() ? nullptr : &*it;
+}
+
+bool is_config_section(std::string_view path) {
+  return std::any_of(config_schema().begin(), config_schema().end(), [&](const ConfigKey& key) {
+    return key.path.size() > path.size() && key.path.starts_with(path) &&
+           key.path[path.size()] == '.';
+  });
+}
+
+}  // namespace relpos

@@ -1,0 +1,148 @@
+// validate(RunConfig): the checks no single key's type can express. Each
+// message names the key(s) and the offending value(s).
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+#include "autograd/error.h"
+#include "layers/position/t5_buckets.h"
+#include "train/config.h"
+#include "train/config_schema.h"
+#include "train/config_value.h"
+
+namespace relpos {
+namespace {
+
+void require_at_least(std::int64_t value, std::int64_t minimum, const char* key) {
+  require(value >= minimum, "{} must be >= {}, got {}", key, minimum, value);
+}
+
+// Values set by code rather than parsed are checked against the schema's choices too.
+void validate_choices(const RunConfig& config) {
+  for (const ConfigKey& key : config_schema()) {
+    if (key.choices.empty()) continue;
+    const std::string value = config_value_text(key, config);
+    require(std::find(key.choices.begin(), key.choices.end(), value) != key.choices.end(),
+            "{} must be one of {}, got '{}'", key.path, fmt::join(key.choices, ", "), value);
+  }
+}
+
+void validate_model(const ModelConfig& m) {
+  require_at_least(m.vocab, 1, "model.vocab");
+  require_at_least(m.d_model, 1, "model.d_model");
+  require_at_least(m.n_layers, 1, "model.n_layers");
+  require_at_least(m.n_heads, 1, "model.n_heads");
+  require_at_least(m.d_ff, 1, "model.d_ff");
+  require(m.d_model % m.n_heads == 0, "model.d_model={} must be divisible by model.n_heads={}",
+          m.d_model, m.n_heads);
+  require(m.dropout >= 0.0 && m.dropout < 1.0, "model.dropout must be in [0, 1), got {}",
+          m.dropout);
+}
+
+// The settings of the chosen scheme only: the others are unused.
+void validate_position(const RunConfig& config) {
+  const ModelConfig& m = config.model;
+  const PositionConfig& p = m.position;
+  const std::int64_t head_dim = m.d_model / m.n_heads;
+  if (p.scheme == "sinusoidal" || p.scheme == "xl") {
+    require(m.d_model % 2 == 0, "model.position.scheme={} needs an even model.d_model, got {}",
+            p.scheme, m.d_model);
+  }
+  if (p.scheme == "learned") {
+    require_at_least(p.max_len, 1, "model.position.max_len");
+    require(p.max_len >= config.data.seq_len,
+            "model.position.max_len={} is shorter than data.seq_len={} (scheme learned)", p.max_len,
+            config.data.seq_len);
+    for (const std::int64_t length : config.eval.lengths) {
+      require(p.max_len >= length,
+              "model.position.max_len={} is shorter than eval.lengths entry {} (scheme learned)",
+              p.max_len, length);
+    }
+  }
+  if (p.scheme == "shaw") {
+    require_at_least(p.max_relative, 1, "model.position.max_relative");
+    require(p.shaw_keys || p.shaw_values,
+            "model.position.scheme=shaw needs model.position.shaw_keys or "
+            "model.position.shaw_values to be true");
+  }
+  if (p.scheme == "t5") {
+    try {
+      validate(T5BucketConfig{p.num_buckets, p.max_distance, p.bidirectional_buckets});
+    } catch (const UsageError& e) {
+      fail(
+          "model.position.num_buckets={}, model.position.max_distance={}, "
+          "model.position.bidirectional_buckets={}: {}",
+          p.num_buckets, p.max_distance, p.bidirectional_buckets, e.what());
+    }
+  }
+  if (p.scheme == "xl") {
+    require(m.causal, "model.position.scheme=xl needs model.causal=true");
+    require_at_least(p.clamp_len, 0, "model.position.clamp_len");
+  }
+  if (p.scheme == "rope") {
+    require(head_dim % 2 == 0,
+            "model.position.scheme=rope needs an even head dimension, got model.d_model={} / "
+            "model.n_heads={} = {}",
+            m.d_model, m.n_heads, head_dim);
+    require(p.rope_base > 1.0, "model.position.rope_base must be > 1, got {}", p.rope_base);
+  }
+}
+
+void validate_data(const DataConfig& d) {
+  require(!d.source.empty(), "data.source must not be empty");
+  require_at_least(d.seq_len, 2, "data.seq_len");
+  require_at_least(d.batch_size, 1, "data.batch_size");
+  require(d.val_fraction > 0.0 && d.val_fraction < 1.0,
+          "data.val_fraction must be in (0, 1), got {}", d.val_fraction);
+  if (const auto kind = task_from_name(d.source)) {
+    try {
+      TaskGenerator(*kind, d.task, d.seq_len);  // checks the parameters at the training length
+    } catch (const UsageError& e) {
+      fail("data.task (data.source={}, data.seq_len={}): {}", d.source, d.seq_len, e.what());
+    }
+  }
+}
+
+void validate_optim(const OptimConfig& o, const ScheduleConfig& s, std::int64_t steps) {
+  require(o.lr > 0.0, "optim.lr must be > 0, got {}", o.lr);
+  require(o.beta1 >= 0.0 && o.beta1 < 1.0, "optim.beta1 must be in [0, 1), got {}", o.beta1);
+  require(o.beta2 >= 0.0 && o.beta2 < 1.0, "optim.beta2 must be in [0, 1), got {}", o.beta2);
+  require(o.eps > 0.0, "optim.eps must be > 0, got {}", o.eps);
+  require(o.weight_decay >= 0.0, "optim.weight_decay must be >= 0, got {}", o.weight_decay);
+  require(o.momentum >= 0.0 && o.momentum < 1.0, "optim.momentum must be in [0, 1), got {}",
+          o.momentum);
+  require(o.grad_clip >= 0.0, "optim.grad_clip must be >= 0 (0 disables clipping), got {}",
+          o.grad_clip);
+  require_at_least(o.grad_accum, 1, "optim.grad_accum");
+  require(s.min_lr >= 0.0 && s.min_lr <= o.lr,
+          "schedule.min_lr={} must be in [0, optim.lr] = [0, {}]", s.min_lr, o.lr);
+  require(s.warmup_steps >= 0 && s.warmup_steps <= steps,
+          "schedule.warmup_steps={} must be in [0, train.steps] = [0, {}]", s.warmup_steps, steps);
+}
+
+void validate_training(const TrainingConfig& t, const EvalConfig& e) {
+  require_at_least(t.steps, 1, "train.steps");
+  require_at_least(t.log_every, 1, "train.log_every");
+  require_at_least(t.eval_every, 1, "train.eval_every");
+  require_at_least(t.eval_batches, 1, "train.eval_batches");
+  require_at_least(t.checkpoint_every, 1, "train.checkpoint_every");
+  require_at_least(t.keep_checkpoints, 0, "train.keep_checkpoints");
+  require_at_least(t.threads, 0, "train.threads");
+  require(!t.out_dir.empty(), "train.out_dir must not be empty");
+  for (std::size_t i = 0; i < e.lengths.size(); ++i) {
+    require(e.lengths[i] >= 2, "eval.lengths[{}] must be >= 2, got {}", i, e.lengths[i]);
+  }
+}
+
+}  // namespace
+
+void validate(const RunConfig& config) {
+  validate_choices(config);
+  validate_model(config.model);
+  validate_position(config);
+  validate_data(config.data);
+  validate_training(config.train, config.eval);
+  validate_optim(config.optim, config.schedule, config.train.steps);
+}
+
+}  // namespace relpos

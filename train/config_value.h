@@ -1,0 +1,34 @@
+#pragma once
+// Reading one config key's value from a YAML node (with type checks and error
+// messages naming where it came from) and writing it back as YAML.
+#include <yaml-cpp/yaml.h>
+
+#include <string>
+
+#include "train/config_schema.h"
+
+namespace relpos {
+
+// Where YAML nodes came from, for error messages: a file (or other named text),
+// whose nodes are located as "name:line", or a command-line override, named whole.
+struct ConfigSource {
+  std::string name;
+  bool is_override = false;
+  // "x.yaml:7" for a file node; "override 'model.foo=1'" for an override.
+  std::string at(const YAML::Node& node) const;
+};
+
+// Sets the key's field of `config` from `node`, or throws a UsageError like
+// "x.yaml:7: model.d_model: expected an integer, got 'abc'".
+void read_config_value(const ConfigKey& key, const YAML::Node& node, const ConfigSource& source,
+                       RunConfig& config);
+// Appends the key's value in `config` to `out` (a scalar or a flow list).
+void emit_config_value(const ConfigKey& key, const RunConfig& config, YAML::Emitter& out);
+// The key's value in `config` as YAML text, e.g. "128", "[]", "rope".
+std::string config_value_text(const ConfigKey& key, const RunConfig& config);
+// "int", "uint64", "float", "bool", "string", "enum" or "list of int".
+std::string config_type_name(const ConfigKey& key);
+// A node as an error message shows it: 'abc', a mapping, a list or null.
+std::string describe_node(const YAML::Node& node);
+
+}  // namespace relpos
