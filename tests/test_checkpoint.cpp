@@ -306,9 +306,9 @@ TEST_CASE("save_checkpoint failures keep what is on disk and leave no .tmp", "[c
     bad.params["blocks..weight"] = Tensor::scalar(1.0f);
     REQUIRE_THROWS_WITH(save_checkpoint(path, bad), Catch::Contains("'blocks..weight'"));
     bad = previous;
-    bad.optim["exp_avg"] = Tensor::scalar(1.0f);
+    bad.optim["embed.weight/"] = Tensor::scalar(1.0f);
     REQUIRE_THROWS_WITH(save_checkpoint(path, bad),
-                        Catch::Contains("'exp_avg' must look like '<param name>/<state>'"));
+                        Catch::Contains("'embed.weight/' must look like '<param name>/<state>'"));
     bad = previous;
     bad.rng_states["step"] = {1};
     REQUIRE_THROWS_WITH(save_checkpoint(path, bad), Catch::Contains("'step' is empty or reserved"));
@@ -369,4 +369,22 @@ TEST_CASE("tools/load_checkpoint.py reads a checkpoint with h5py", "[checkpoint]
                Catch::Contains("blocks.0.attn.q.weight shape=(2, 2) dtype=float32 norm=5\n"));
   REQUIRE_THAT(output, Catch::Contains("final_norm.scale shape=() dtype=float32"));
   REQUIRE_THAT(output, Catch::Contains("blocks.0.attn.q.weight/exp_avg shape=(2, 3)"));
+}
+
+TEST_CASE("optimizer-wide state without a parameter name round-trips as /optim/<state>",
+          "[checkpoint]") {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("relpos_ckpt_optim_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  relpos::Checkpoint c;
+  c.params["embed.weight"] = relpos::Tensor::ones({2, 2});
+  c.optim["step"] = relpos::Tensor::from_data(std::vector<double>{7}, {}, relpos::DType::i64);
+  c.optim["embed.weight/exp_avg"] = relpos::Tensor::full({2, 2}, 0.5);
+  const auto path = dir / "c.h5";
+  relpos::save_checkpoint(path, c);
+  const relpos::Checkpoint back = relpos::load_checkpoint(path);
+  REQUIRE(back.optim.size() == 2);
+  REQUIRE(back.optim.at("step").item() == 7);
+  REQUIRE(back.optim.at("embed.weight/exp_avg").to_vector() == std::vector<double>(4, 0.5));
+  std::filesystem::remove_all(dir);
 }

@@ -92,11 +92,13 @@ std::vector<std::string> param_path(const std::string& name) {
   }
 }
 
-// "blocks.0.attn.q.weight/exp_avg" -> {"blocks", "0", "attn", "q", "weight", "exp_avg"}
+// "blocks.0.attn.q.weight/exp_avg" -> {"blocks", "0", "attn", "q", "weight", "exp_avg"};
+// a key without '/' (optimizer-wide state such as "step") -> {"step"}.
 std::vector<std::string> optim_path(const std::string& key) {
   const std::size_t slash = key.rfind('/');
-  require(slash != std::string::npos && slash + 1 < key.size(),
-          "optimizer state key '{}' must look like '<param name>/<state>'", key);
+  if (slash == std::string::npos) return param_path(key);
+  require(slash + 1 < key.size(),
+          "optimizer state key '{}' must look like '<param name>/<state>' or '<state>'", key);
   std::vector<std::string> parts = param_path(key.substr(0, slash));
   parts.push_back(key.substr(slash + 1));
   return parts;
@@ -397,8 +399,10 @@ Checkpoint read_contents(const H5::H5File& h5, const std::string& file) {
   if (has_group(h5, "optim")) {
     read_tree(h5.openGroup("optim"), path, file,
               [&](const std::vector<std::string>& where, Tensor tensor) {
-                require(where.size() >= 2, "checkpoint {}: /optim/{} is not below a parameter name",
-                        file, where.back());
+                if (where.size() == 1) {  // optimizer-wide state, e.g. /optim/step
+                  checkpoint.optim.emplace(where.front(), std::move(tensor));
+                  return;
+                }
                 const std::vector<std::string> param(where.begin(), where.end() - 1);
                 checkpoint.optim.emplace(join(param, '.') + "/" + where.back(), std::move(tensor));
               });
