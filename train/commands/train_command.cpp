@@ -1,0 +1,57 @@
+// `relpos train CONFIG.yaml [more.yaml] [key.path=value ...] [--resume PATH] [--dump-config]`
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "autograd/error.h"
+#include "train/commands/commands.h"
+#include "train/metrics.h"
+#include "train/run_summary.h"
+#include "train/trainer.h"
+
+namespace relpos {
+namespace {
+
+struct TrainOptions {
+  std::vector<std::string> arguments;  // config files and key.path=value overrides
+  std::string resume;
+  bool dump_config = false;
+};
+
+void run(const TrainOptions& o) {
+  std::vector<std::string> files, overrides;
+  for (const std::string& a : o.arguments)
+    (a.find('=') != std::string::npos ? overrides : files).push_back(a);
+  require(!files.empty(), "train: give at least one config file (e.g. configs/quickstart.yaml)");
+  const RunConfig config = load_config(files, overrides);
+  if (o.dump_config) {
+    std::cout << to_yaml(config);
+    return;
+  }
+  std::cout << "# resolved config\n" << to_yaml(config) << std::flush;
+  RunState state = build_run(config);
+  if (!o.resume.empty()) {
+    const auto path = resolve_checkpoint(o.resume);
+    restore_run(state, load_checkpoint(path), path);
+    std::cout << "resumed from " << path.string() << " at step " << state.step << "\n";
+  }
+  const TrainSummary summary = train(state);
+  write_summary(config.train.out_dir, summary);
+  std::cout << format_summary(summary);
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& app) {
+  auto options = std::make_shared<TrainOptions>();
+  CLI::App* cmd = app.add_subcommand("train", "Train a model from YAML config(s) and overrides");
+  cmd->add_option("configs", options->arguments,
+                  "config files, then key.path=value overrides (values parsed as YAML)")
+      ->required();
+  cmd->add_option("--resume", options->resume,
+                  "continue bit-exactly from a checkpoint file or a run directory");
+  cmd->add_flag("--dump-config", options->dump_config, "print the resolved config and exit");
+  cmd->callback([options] { run(*options); });
+}
+
+}  // namespace relpos

@@ -1,0 +1,41 @@
+#include "train/evaluate.h"
+
+#include <cmath>
+#include <numbers>
+
+#include "autograd/error.h"
+#include "autograd/ops/loss.h"
+#include "autograd/tape.h"
+
+namespace relpos {
+
+std::vector<EvalPoint> evaluate(TransformerLM& model, const DataSource& data,
+                                const std::vector<std::int64_t>& lengths, std::int64_t batches) {
+  NoGradGuard no_grad;
+  const bool was_training = model.training();
+  model.set_training(false);
+  std::vector<EvalPoint> points;
+  for (std::int64_t length : lengths) {
+    double total = 0.0;
+    std::int64_t scored = 0;
+    for (const Batch& batch : data.eval_batches(length, batches)) {
+      const Tensor logits = model.forward(batch.inputs);  // (B, L, V)
+      total += cross_entropy(logits, batch.targets, kIgnoreTarget, Reduction::sum).item();
+      const std::int64_t* t = batch.targets.data<std::int64_t>();
+      for (std::int64_t i = 0; i < batch.targets.numel(); ++i) scored += t[i] != kIgnoreTarget;
+    }
+    require(scored > 0, "evaluation at length {}: the validation data has no scored tokens",
+            length);
+    EvalPoint p;
+    p.length = length;
+    p.loss = total / static_cast<double>(scored);
+    p.perplexity = std::exp(p.loss);
+    p.bits_per_byte = p.loss / std::numbers::ln2;
+    p.tokens = scored;
+    points.push_back(p);
+  }
+  model.set_training(was_training);
+  return points;
+}
+
+}  // namespace relpos

@@ -1,0 +1,24 @@
+#pragma once
+// Validation loss of a model at one or more sequence lengths (the length-
+// extrapolation curve). Losses are nats per scored token; for byte-level data
+// bits per byte = loss / ln 2.
+#include <vector>
+
+#include "data/data_source.h"
+#include "layers/transformer.h"
+
+namespace relpos {
+
+struct EvalPoint {
+  std::int64_t length = 0;
+  double loss = 0.0;        // mean cross-entropy, nats per scored token
+  double perplexity = 0.0;  // exp(loss)
+  double bits_per_byte = 0.0;
+  std::int64_t tokens = 0;  // scored tokens
+};
+
+// Evaluates in inference mode (no dropout, no tape) on up to `batches` batches per length.
+std::vector<EvalPoint> evaluate(TransformerLM& model, const DataSource& data,
+                                const std::vector<std::int64_t>& lengths, std::int64_t batches);
+
+}  // namespace relpos

@@ -1,0 +1,31 @@
+// The relpos executable: subcommands for training, evaluation, sampling,
+// ablations and inspection. Errors become one line on stderr: exit 2 for bad
+// input, 1 for internal failures.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "autograd/error.h"
+#include "train/commands/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"relpos: train small transformer LMs and ablate their position schemes"};
+  app.require_subcommand(1);
+  relpos::add_train_command(app);
+  relpos::add_eval_command(app);
+  relpos::add_sample_command(app);
+  relpos::add_inspect_command(app);
+  relpos::add_positions_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const relpos::UsageError& e) {
+    std::cerr << "relpos: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "relpos: internal error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,16 @@
+#pragma once
+// The end-of-run summary: printed, and saved as <out_dir>/summary.json (the
+// marker that a run finished, used by the ablation runner).
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "train/trainer.h"
+
+namespace relpos {
+
+void write_summary(const std::filesystem::path& out_dir, const TrainSummary& summary);
+std::optional<TrainSummary> read_summary(const std::filesystem::path& out_dir);
+std::string format_summary(const TrainSummary& summary);
+
+}  // namespace relpos

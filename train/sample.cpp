@@ -1,0 +1,71 @@
+#include "train/sample.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "autograd/error.h"
+#include "autograd/ops/shape.h"
+#include "autograd/random.h"
+#include "autograd/tape.h"
+
+namespace relpos {
+namespace {
+
+Tensor as_batch(const std::vector<std::int64_t>& tokens) {
+  Tensor t = Tensor::empty({1, static_cast<std::int64_t>(tokens.size())}, DType::i64);
+  std::copy(tokens.begin(), tokens.end(), t.data<std::int64_t>());
+  return t;
+}
+
+// Draws the next token from the logits of the last position.
+std::int64_t draw(const std::vector<double>& logits, const SampleOptions& o, Rng& rng) {
+  const auto vocab = static_cast<std::int64_t>(logits.size());
+  std::vector<std::int64_t> order(static_cast<std::size_t>(vocab));
+  std::iota(order.begin(), order.end(), 0);
+  // Highest logit first; ties broken by token id so the choice is deterministic.
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::int64_t a, std::int64_t b) { return logits[a] > logits[b]; });
+  if (o.temperature == 0.0) return order.front();
+  const std::int64_t keep = o.top_k > 0 ? std::min(o.top_k, vocab) : vocab;
+  std::vector<double> weights(static_cast<std::size_t>(keep));
+  for (std::int64_t i = 0; i < keep; ++i)
+    weights[i] = std::exp((logits[order[i]] - logits[order[0]]) / o.temperature);
+  double u = rng.uniform() * std::accumulate(weights.begin(), weights.end(), 0.0);
+  for (std::int64_t i = 0; i < keep; ++i) {
+    u -= weights[i];
+    if (u < 0) return order[i];
+  }
+  return order[keep - 1];
+}
+
+std::vector<double> last_row(const Tensor& logits) {  // (1, L, V) -> the last position's V
+  return slice(logits, 1, logits.size(1) - 1, logits.size(1)).to_vector();
+}
+
+}  // namespace
+
+std::vector<std::int64_t> generate(TransformerLM& model, const std::vector<std::int64_t>& prompt,
+                                   const SampleOptions& o) {
+  require(!prompt.empty(), "sample: the prompt is empty");
+  require(o.temperature >= 0.0, "sample: --temperature must be >= 0, got {}", o.temperature);
+  require(o.top_k >= 0, "sample: --top-k must be >= 0, got {}", o.top_k);
+  NoGradGuard no_grad;
+  model.set_training(false);
+  Rng rng(o.seed);
+  std::vector<std::int64_t> context = prompt, generated;
+  DecodeState state;
+  Tensor logits = o.use_cache ? model.forward(as_batch(prompt), state, true)
+                              : model.forward(as_batch(prompt));
+  for (std::int64_t n = 0; n < o.tokens; ++n) {
+    const std::int64_t next = draw(last_row(logits), o, rng);
+    generated.push_back(next);
+    context.push_back(next);
+    if (n + 1 == o.tokens) break;
+    logits = o.use_cache ? model.forward(as_batch({next}), state, true)
+                         : model.forward(as_batch(context));
+  }
+  return generated;
+}
+
+}  // namespace relpos

@@ -1,0 +1,57 @@
+#pragma once
+// The training loop: data -> model -> loss -> backward -> clip -> optimizer,
+// with periodic logging, evaluation and checkpoints, and bit-exact resume.
+#include <filesystem>
+#include <memory>
+#include <optional>
+
+#include "data/data_source.h"
+#include "layers/transformer.h"
+#include "optim/optimizer.h"
+#include "optim/schedule.h"
+#include "train/checkpoint.h"
+#include "train/config.h"
+
+namespace relpos {
+
+struct TrainSummary {
+  std::int64_t steps = 0;
+  double final_train_loss = 0.0;
+  double final_val_loss = 0.0;
+  double tokens_per_second = 0.0;
+  double wall_seconds = 0.0;
+  std::size_t peak_rss_bytes = 0;
+  std::size_t peak_tensor_bytes = 0;
+  std::int64_t parameters = 0;
+};
+
+// The model, optimizer and data of a run, built from a config (and restored
+// from a checkpoint when resuming). Shared by train, eval and sample.
+struct RunState {
+  RunConfig config;
+  std::unique_ptr<TransformerLM> model;
+  std::unique_ptr<Optimizer> optimizer;
+  std::unique_ptr<DataSource> data;
+  std::int64_t step = 0;
+  std::int64_t tokens_seen = 0;
+};
+
+// Builds a fresh run state (model initialised from train.seed).
+RunState build_run(const RunConfig& config);
+// Builds the run a checkpoint was saved from (its config, optionally with the data
+// source replaced) and loads its parameters: for eval, sample and inspect.
+RunState load_run_for_inference(const std::filesystem::path& checkpoint,
+                                const std::string& data_source = "");
+// Restores parameters, optimizer state, data stream and counters from a
+// checkpoint, after checking that it matches the configured architecture.
+void restore_run(RunState& run, const Checkpoint& checkpoint, const std::filesystem::path& source);
+Checkpoint snapshot(const RunState& run);
+
+// Trains from run.step to config.train.steps. Throws UsageError if the loss
+// becomes NaN or Inf (the last good checkpoint stays intact).
+TrainSummary train(RunState& run);
+
+// Resolves --resume PATH: a checkpoint file, or a run directory (its latest checkpoint).
+std::filesystem::path resolve_checkpoint(const std::filesystem::path& path);
+
+}  // namespace relpos
