@@ -1,6 +1,8 @@
 // PNG plots: the raster and its font, tick values, PNG files read back with
 // libpng, line charts, heatmaps, and the atomic-write error paths.
 #include <png.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -42,6 +44,24 @@ struct TempDir {
   ~TempDir() {
     std::error_code ignored;
     fs::remove_all(path, ignored);
+  }
+};
+
+// Lowers the file size limit (and ignores SIGXFSZ) while alive: writes past it
+// fail with EFBIG, like a full disk.
+struct FileSizeLimit {
+  rlimit saved{};
+  void (*saved_handler)(int) = nullptr;
+  explicit FileSizeLimit(rlim_t bytes) {
+    getrlimit(RLIMIT_FSIZE, &saved);
+    saved_handler = signal(SIGXFSZ, SIG_IGN);
+    rlimit lowered = saved;
+    lowered.rlim_cur = bytes;
+    setrlimit(RLIMIT_FSIZE, &lowered);
+  }
+  ~FileSizeLimit() {
+    setrlimit(RLIMIT_FSIZE, &saved);
+    signal(SIGXFSZ, saved_handler);
   }
 };
 
@@ -263,6 +283,25 @@ TEST_CASE("writing a PNG where it cannot go throws, names the path and leaves no
                       Catch::Contains(occupied.string()) && Catch::Contains("cannot rename"));
   REQUIRE_FALSE(fs::exists(occupied.string() + ".tmp"));
   REQUIRE(fs::is_directory(occupied));
+
+  // The disk fills up mid-write: the previous file stays as it was.
+  const fs::path full = dir.path / "full.png";
+  write_png(full, Image(2, 2, kWhiteRgb));
+  Image noise(300, 300, kWhiteRgb);  // incompressible: a PNG of about 270 KB
+  std::mt19937 bits(7);
+  for (int y = 0; y < noise.height(); ++y)
+    for (int x = 0; x < noise.width(); ++x)
+      noise.set(x, y,
+                Rgb{static_cast<std::uint8_t>(bits()), static_cast<std::uint8_t>(bits()),
+                    static_cast<std::uint8_t>(bits())});
+  {
+    const FileSizeLimit limit(64 * 1024);
+    REQUIRE_THROWS_WITH(write_png(full, noise),
+                        Catch::Contains("cannot write PNG " + full.string()) &&
+                            Catch::Contains(".tmp failed: File too large"));
+  }
+  REQUIRE_FALSE(fs::exists(full.string() + ".tmp"));
+  REQUIRE(read_png(full).width == 2);
 }
 
 TEST_CASE("a line chart draws each series in its palette color where its values lie", "[plot]") {
@@ -419,4 +458,7 @@ TEST_CASE("heatmap rejects empty and ragged matrices", "[plot]") {
   REQUIRE_THROWS_WITH(write_heatmap(dir.path / "r.png", {{1, 2, 3}, {4, 5}}, {"", "", ""}),
                       Catch::Contains("row 1 has 2 values, expected 3"));
   REQUIRE_FALSE(fs::exists(dir.path / "r.png"));
+  REQUIRE_THROWS_WITH(write_heatmap(dir.path / "e.png", {{}}, {"", "", ""}),
+                      Catch::Contains("the matrix is empty"));
+  REQUIRE_THROWS_WITH(heatmap_geometry(0, 3), Catch::Contains("heatmap of 0x3 values"));
 }

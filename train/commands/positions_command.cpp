@@ -101,7 +101,7 @@ void print_csv(const Grid& grid, const PositionsOptions& o) {
   }
 }
 
-void write_png(const Grid& grid, const PositionsOptions& o) {
+void write_heatmap_png(const Grid& grid, const PositionsOptions& o) {
   std::vector<std::vector<double>> values;
   for (const auto& row : grid) {
     values.emplace_back();
@@ -125,7 +125,7 @@ void run(const PositionsOptions& given) {
     print_csv(grid, o);
   else
     print_grid(grid, o);
-  if (!o.png.empty()) write_png(grid, o);
+  if (!o.png.empty()) write_heatmap_png(grid, o);
 }
 
 }  // namespace

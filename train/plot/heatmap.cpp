@@ -52,8 +52,9 @@ ValueRange value_range(const Matrix& rows) {
   return range;
 }
 
+// The widest an index label up to `largest_index` can be ('1' is narrower than '0').
 int digits_width(std::size_t largest_index) {
-  return text_width(std::to_string(largest_index), kTextScale);
+  return text_width(std::string(std::to_string(largest_index).size(), '0'), kTextScale);
 }
 
 // The cell's value (the top-left value of a stride x stride block).
@@ -178,6 +179,7 @@ void draw_color_bar(Image& image, int left, int top, int height, const ValueRang
 }  // namespace
 
 HeatmapGeometry heatmap_geometry(std::size_t rows, std::size_t columns) {
+  require(rows > 0 && columns > 0, "heatmap of {}x{} values: expected at least 1x1", rows, columns);
   HeatmapGeometry g;
   const std::size_t larger = std::max(rows, columns);
   g.stride = (larger + kMaxDrawnCells - 1) / kMaxDrawnCells;
@@ -211,7 +213,9 @@ void write_heatmap(const std::filesystem::path& path, const std::vector<std::vec
   const int plot_height = static_cast<int>(g.drawn_rows) * g.cell_height;
   const int bar_left = g.left + plot_width + kBarGap;
   const std::vector<Tick> ticks = bar_ticks(range, plot_height);
-  const int width = bar_left + kBarWidth + kTickLength + 6 + bar_label_width(ticks) + kMargin;
+  const int width = std::max(
+      bar_left + kBarWidth + kTickLength + 6 + bar_label_width(ticks) + kMargin,
+      text_width(labels.title, 1) + 2 * kMargin);  // room for the title at least at scale 1
   const int height = g.top + plot_height + kTickLength + 6 + 2 * kTextHeight + 16 + 4 + kMargin;
 
   Image image(width, height, kWhite);

@@ -21,12 +21,13 @@ struct HeatmapGeometry {
 // 1600 cells); a side under 160 px is stretched to 160.
 HeatmapGeometry heatmap_geometry(std::size_t rows, std::size_t columns);
 
-// rows[i][j] is drawn at row i (top to bottom), column j (left to right), colored
-// by color_map((v - min) / (max - min)) over the finite values; NaN cells are
-// light gray ("no value"). Integer-valued cells wide enough get their value
-// written in them. A color bar shows min and max. The x axis is labels.x_label
-// (e.g. "key j"), the y axis labels.y_label (e.g. "query i"). An empty or ragged
-// matrix is a UsageError. The PNG is written atomically (write_png).
+// rows[i][j] is drawn at row i (top to bottom), column j (left to right),
+// colored by color_map((v - min) / (max - min)) over the finite values; NaN and
+// inf cells are light gray ("no value", e.g. masked positions). Integer-valued
+// cells wide enough get their value written in them. A color bar shows min and
+// max. The x axis is labels.x_label (e.g. "key j"), the y axis labels.y_label
+// (e.g. "query i"). An empty or ragged matrix is a UsageError. The PNG is written
+// atomically (write_png).
 void write_heatmap(const std::filesystem::path& path, const std::vector<std::vector<double>>& rows,
                    const ChartLabels& labels);
 

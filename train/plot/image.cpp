@@ -44,10 +44,14 @@ Image::Image(int width, int height, Rgb background) : width_(width), height_(hei
 Rgb Image::pixel(int x, int y) const {
   require(x >= 0 && x < width_ && y >= 0 && y < height_, "pixel ({}, {}) outside a {}x{} image", x,
           y, width_, height_);
-  const std::size_t i = (static_cast<std::size_t>(y) * static_cast<std::size_t>(width_) +
-                         static_cast<std::size_t>(x)) *
-                        3;
+  const std::size_t i = offset(x, y);
   return {bytes_[i], bytes_[i + 1], bytes_[i + 2]};
+}
+
+std::size_t Image::offset(int x, int y) const {
+  return (static_cast<std::size_t>(y) * static_cast<std::size_t>(width_) +
+          static_cast<std::size_t>(x)) *
+         3;
 }
 
 void Image::set(int x, int y, Rgb color) { blend(x, y, color, 1.0); }
@@ -55,9 +59,7 @@ void Image::set(int x, int y, Rgb color) { blend(x, y, color, 1.0); }
 void Image::blend(int x, int y, Rgb color, double alpha) {
   if (x < 0 || x >= width_ || y < 0 || y >= height_ || alpha <= 0) return;
   alpha = std::min(alpha, 1.0);
-  const std::size_t i = (static_cast<std::size_t>(y) * static_cast<std::size_t>(width_) +
-                         static_cast<std::size_t>(x)) *
-                        3;
+  const std::size_t i = offset(x, y);
   bytes_[i] = mix(color.r, bytes_[i], alpha);
   bytes_[i + 1] = mix(color.g, bytes_[i + 1], alpha);
   bytes_[i + 2] = mix(color.b, bytes_[i + 2], alpha);

@@ -47,6 +47,7 @@ class Image {
   void draw_text_up(int x, int y, std::string_view text, Rgb color, int scale);
 
  private:
+  std::size_t offset(int x, int y) const;  // of pixel (x, y)'s red byte in bytes_
   // Blends `color` over the pixels of `coverage`, a (height, width) grid of
   // fractions whose top-left pixel is (left, top).
   void blend_coverage(const std::vector<float>& coverage, int left, int top, int width, Rgb color);

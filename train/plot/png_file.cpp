@@ -1,12 +1,12 @@
 #include "train/plot/png_file.h"
 
+#include <fmt/format.h>
 #include <png.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <csetjmp>
 #include <cstdio>
-#include <cstring>
 #include <new>
 #include <string>
 #include <system_error>
