@@ -1,7 +1,9 @@
 // Elementwise kernels on the CPU: binary with broadcasting, unary and their
 // derivatives, and where().
 #include <array>
+#include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "autograd/cpu/cpu_backend.h"
 #include "autograd/cpu/strided.h"
@@ -13,6 +15,19 @@ constexpr double kSqrt2OverPi = 0.7978845608028654;
 constexpr double kGeluCubic = 0.044715;
 constexpr double kInvSqrt2 = 0.7071067811865476;
 constexpr double kInvSqrt2Pi = 0.3989422804014327;
+
+// tanh through one exp: 1 - 2 / (1 + e^(2x)); for f32 this is several times faster
+// than libm's tanhf and within 2 ulp-scale absolute error. f64 keeps std::tanh
+// (gradchecks compare against central differences at 1e-5).
+template <class T>
+T fast_tanh(T x) {
+  if constexpr (std::is_same_v<T, float>) {
+    const float clamped = std::min(std::max(x, -15.0f), 15.0f);
+    return 1.0f - 2.0f / (1.0f + std::exp(2.0f * clamped));
+  } else {
+    return std::tanh(x);
+  }
+}
 
 template <class T>
 T apply_binary(BinaryOp op, T a, T b) {
@@ -35,7 +50,7 @@ T apply_unary(UnaryOp op, T x, T p) {
     case UnaryOp::relu: return x > T(0) ? x : T(0);
     case UnaryOp::gelu_tanh: {
       const T inner = T(kSqrt2OverPi) * (x + T(kGeluCubic) * x * x * x);
-      return T(0.5) * x * (T(1) + std::tanh(inner));
+      return T(0.5) * x * (T(1) + fast_tanh(inner));
     }
     case UnaryOp::gelu_erf: return T(0.5) * x * (T(1) + std::erf(x * T(kInvSqrt2)));
     case UnaryOp::add_scalar: return x + p;
@@ -56,7 +71,7 @@ T unary_derivative(UnaryOp op, T x, T y, T p) {
     case UnaryOp::relu: return x > T(0) ? T(1) : T(0);
     case UnaryOp::gelu_tanh: {
       const T inner = T(kSqrt2OverPi) * (x + T(kGeluCubic) * x * x * x);
-      const T t = std::tanh(inner);
+      const T t = fast_tanh(inner);
       const T dinner = T(kSqrt2OverPi) * (T(1) + T(3 * kGeluCubic) * x * x);
       return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * dinner;
     }

@@ -13,8 +13,8 @@ namespace relpos {
 namespace {
 
 struct ReducePlan {
-  Tensor input;  // contiguous, laid out as (outer, n, 1) after permutation
-  std::int64_t outer = 1, n = 1;
+  Tensor input;  // contiguous, viewed as (outer, n, inner)
+  std::int64_t outer = 1, n = 1, inner = 1;
   Shape keep_shape;  // the result's shape with keepdim
   Shape out_shape;   // the result's shape as requested
 };
@@ -27,18 +27,28 @@ ReducePlan plan_reduction(const Tensor& x, std::vector<std::int64_t> axes, bool 
   std::sort(axes.begin(), axes.end());
   require(std::adjacent_find(axes.begin(), axes.end()) == axes.end(), "{}: repeated axis", op);
   ReducePlan plan;
+  for (std::int64_t a = 0; a < rank; ++a) {
+    const bool reduced = std::binary_search(axes.begin(), axes.end(), a);
+    plan.keep_shape.push_back(reduced ? 1 : x.shape()[a]);
+    if (!reduced) plan.out_shape.push_back(x.shape()[a]);
+  }
+  if (keepdim) plan.out_shape = plan.keep_shape;
+  // Reduced axes forming one contiguous block: (outer, n, inner) without a copy.
+  if (!axes.empty() && axes.back() - axes.front() + 1 == static_cast<std::int64_t>(axes.size())) {
+    for (std::int64_t a = 0; a < rank; ++a) {
+      const std::int64_t size = x.shape()[a];
+      (a < axes.front() ? plan.outer : a > axes.back() ? plan.inner : plan.n) *= size;
+    }
+    plan.input = x.contiguous();
+    return plan;
+  }
   std::vector<std::int64_t> order;
   for (std::int64_t a = 0; a < rank; ++a)
     if (!std::binary_search(axes.begin(), axes.end(), a)) order.push_back(a);
   const std::size_t kept = order.size();
   order.insert(order.end(), axes.begin(), axes.end());
-  for (std::int64_t a = 0; a < rank; ++a) {
-    const bool reduced = std::binary_search(axes.begin(), axes.end(), a);
-    plan.keep_shape.push_back(reduced ? 1 : x.shape()[a]);
-    if (!reduced) plan.out_shape.push_back(x.shape()[a]);
-    (reduced ? plan.n : plan.outer) *= x.shape()[a];
-  }
-  if (keepdim) plan.out_shape = plan.keep_shape;
+  for (std::int64_t a = 0; a < rank; ++a)
+    (std::binary_search(axes.begin(), axes.end(), a) ? plan.n : plan.outer) *= x.shape()[a];
   Tensor moved = kept == static_cast<std::size_t>(rank) ? x : permute(x.detach(), order);
   plan.input = moved.contiguous();
   return plan;
@@ -49,7 +59,7 @@ Tensor sum_impl(const Tensor& x, const std::vector<std::int64_t>& axes, bool kee
   check_floating(x, op);
   ReducePlan plan = plan_reduction(x, axes, keepdim, op);
   Tensor out = Tensor::empty(plan.out_shape, x.dtype(), x.device());
-  backend_of(out).sum_axis(plan.input, plan.outer, plan.n, 1, out);
+  backend_of(out).sum_axis(plan.input, plan.outer, plan.n, plan.inner, out);
   if (scale != 1.0) backend_of(out).unary(UnaryOp::mul_scalar, out, out, scale);
   if (Tape::should_record({&x})) {
     Shape in_shape = x.shape(), keep_shape = plan.keep_shape;
