@@ -75,3 +75,11 @@ TEST_CASE("gradcheck: shape ops", "[shape][gradcheck]") {
   require_gradcheck([](const auto& in) { return mul(expand(in[0], {3, 4}), transpose(in[1], 0, 1)); }, {r, t});
   require_gradcheck([](const auto& in) { return squeeze(unsqueeze(in[0], 0), 0); }, {t});
 }
+
+TEST_CASE("max propagates NaN like PyTorch", "[reduce]") {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  Tensor x = Tensor::from_data(std::vector<double>{1, nan, 3, 5, 2, 4}, {2, 3}, DType::f64);
+  const auto m = max(x, 1).to_vector();
+  REQUIRE(std::isnan(m[0]));
+  REQUIRE(m[1] == 5);
+}

@@ -35,8 +35,9 @@ void CpuBackend::max_axis(const Tensor& x, std::int64_t outer, std::int64_t n, s
         const T* src = px + o * n * inner + i;
         T best = src[0];
         std::int64_t where = 0;
-        for (std::int64_t r = 1; r < n; ++r) {
-          if (src[r * inner] > best) {
+        // NaN wins (as in PyTorch): once best is NaN, nothing replaces it.
+        for (std::int64_t r = 1; r < n && best == best; ++r) {
+          if (src[r * inner] > best || src[r * inner] != src[r * inner]) {
             best = src[r * inner];
             where = r;
           }

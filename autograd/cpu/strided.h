@@ -2,6 +2,7 @@
 // Iteration over strided views on the CPU. The output is contiguous; inputs are
 // arbitrary strided views of the output's shape. Rows (all axes but the last)
 // are split across OpenMP threads; the last axis is the inner loop.
+#include <array>
 #include <cstdint>
 #include <vector>
 

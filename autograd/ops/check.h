@@ -24,4 +24,14 @@ inline std::int64_t normalize_axis(std::int64_t axis, std::int64_t rank, const c
   return a;
 }
 
+// The multi-index "[i, j, ...]" of element `flat` of a row-major tensor of this shape.
+inline std::string position_of(std::int64_t flat, const Shape& shape) {
+  Shape index(shape.size());
+  for (std::size_t axis = shape.size(); axis-- > 0;) {
+    index[axis] = flat % shape[axis];
+    flat /= shape[axis];
+  }
+  return to_string(index);
+}
+
 }  // namespace relpos

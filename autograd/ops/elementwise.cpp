@@ -51,19 +51,13 @@ Tensor binary_forward(BinaryOp op, const Tensor& a, const Tensor& b, const char*
   return out;
 }
 
-Tensor unary_forward(UnaryOp op, const Tensor& x, double param) {
-  check_floating(x, "unary op");
+// Records a unary op whose derivative the backend knows.
+Tensor unary_op(UnaryOp op, const Tensor& x, double param, const char* name) {
+  check_floating(x, name);
   Tensor in = x.contiguous();
   Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
   backend_of(out).unary(op, in, out, param);
-  return out;
-}
-
-// Records a unary op whose derivative the backend knows.
-Tensor unary_op(UnaryOp op, const Tensor& x, double param, const char* name) {
-  Tensor out = unary_forward(op, x, param);
   if (Tape::should_record({&x})) {
-    Tensor in = x.contiguous();
     Tensor y = out.detach();
     Tape::current().record(
         name, {x}, out,

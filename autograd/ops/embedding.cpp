@@ -7,16 +7,6 @@
 namespace relpos {
 namespace {
 
-// Multi-axis position of flat element `flat` of `shape`, e.g. "[1, 0]".
-std::string position_of(std::int64_t flat, const Shape& shape) {
-  Shape index(shape.size());
-  for (std::size_t axis = shape.size(); axis-- > 0;) {
-    index[axis] = flat % shape[axis];
-    flat /= shape[axis];
-  }
-  return to_string(index);
-}
-
 void check_indices(const Tensor& indices, const Tensor& table) {
   const Tensor host = indices.to(Device::cpu).contiguous();
   const std::int64_t* idx = host.data<std::int64_t>();

@@ -9,16 +9,6 @@
 namespace relpos {
 namespace {
 
-// Multi-axis position of flat element `flat` of `shape`, e.g. "[1, 0]".
-std::string position_of(std::int64_t flat, const Shape& shape) {
-  Shape index(shape.size());
-  for (std::size_t axis = shape.size(); axis-- > 0;) {
-    index[axis] = flat % shape[axis];
-    flat /= shape[axis];
-  }
-  return to_string(index);
-}
-
 // Checks every target and returns how many are not ignored.
 std::int64_t count_valid_targets(const Tensor& targets, std::int64_t classes,
                                  std::int64_t ignore_index) {
