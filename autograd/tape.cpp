@@ -63,6 +63,9 @@ void Tape::record(const std::string& op, const std::vector<Tensor>& inputs, cons
   node.op = op;
   node.backward = std::move(backward);
   node.output_shape = output.shape();
+  node.inputs.reserve(inputs.size());
+  node.input_slots.reserve(inputs.size());
+  node.saved.reserve(saved.size());
   for (const Tensor& input : inputs) {
     if (!input.defined() || !input.requires_grad()) {
       node.inputs.emplace_back();
@@ -87,19 +90,20 @@ void Tape::record(const std::string& op, const std::vector<Tensor>& inputs, cons
 }
 
 void Tape::backward(const Tensor& root, const Tensor& grad_root) {
-  require(root.defined(), "backward(): the root tensor is undefined");
-  require(root.requires_grad(), "backward(): {} does not require grad (nothing was recorded)",
-          root.describe());
-  require(grad_root.shape() == root.shape(),
-          "backward(): output gradient shape {} does not match output shape {}",
-          to_string(grad_root.shape()), to_string(root.shape()));
+  // if/fail rather than require(): the message arguments are only built on failure.
+  if (!root.defined()) fail("backward(): the root tensor is undefined");
+  if (!root.requires_grad())
+    fail("backward(): {} does not require grad (nothing was recorded)", root.describe());
+  if (grad_root.shape() != root.shape())
+    fail("backward(): output gradient shape {} does not match output shape {}",
+         to_string(grad_root.shape()), to_string(root.shape()));
   if (root.is_leaf()) {
     const_cast<Tensor&>(root).set_grad(grad_root.clone());
     return;
   }
-  require(is_live_output(*root.impl(), epoch_),
-          "backward(): {} comes from a graph already freed by an earlier backward()",
-          root.describe());
+  if (!is_live_output(*root.impl(), epoch_))
+    fail("backward(): {} comes from a graph already freed by an earlier backward()",
+         root.describe());
 
   NoGradGuard no_grad;
   const std::int64_t start = root.impl()->tape_slot;
@@ -138,9 +142,9 @@ void Tape::backward(const Tensor& root, const Tensor& grad_root) {
 }
 
 void backward(const Tensor& root) {
-  require(root.defined() && root.numel() == 1,
-          "backward(): {} is not a scalar; pass an output gradient of the same shape",
-          root.defined() ? root.describe() : std::string("undefined tensor"));
+  if (!root.defined() || root.numel() != 1)
+    fail("backward(): {} is not a scalar; pass an output gradient of the same shape",
+         root.describe());
   Tape::current().backward(root, Tensor::ones(root.shape(), root.dtype(), root.device()));
 }
 

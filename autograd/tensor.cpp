@@ -1,7 +1,8 @@
 #include "autograd/tensor.h"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
+
+#include <charconv>
 
 #include "autograd/backend.h"
 #include "autograd/error.h"
@@ -9,7 +10,28 @@
 
 namespace relpos {
 
-std::string to_string(const Shape& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
+namespace {
+
+// Hand-written rather than fmt::join: ops build shape strings for their error
+// messages eagerly (as require() arguments), so this sits on every op's path.
+void append_shape(std::string& text, const Shape& shape) {
+  text += '[';
+  char digits[24];
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i > 0) text += ", ";
+    const auto end = std::to_chars(digits, digits + sizeof digits, shape[i]).ptr;
+    text.append(digits, end);
+  }
+  text += ']';
+}
+
+}  // namespace
+
+std::string to_string(const Shape& shape) {
+  std::string text;
+  append_shape(text, shape);
+  return text;
+}
 
 std::int64_t numel_of(const Shape& shape) {
   std::int64_t n = 1;
@@ -29,7 +51,7 @@ Shape contiguous_strides(const Shape& shape) {
 
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   for (std::int64_t s : shape)
-    require(s >= 0, "Tensor::empty: negative size in shape {}", to_string(shape));
+    if (s < 0) fail("Tensor::empty: negative size in shape {}", to_string(shape));
   auto impl = std::make_shared<TensorImpl>();
   const auto bytes = static_cast<std::size_t>(numel_of(shape)) * element_size(dtype);
   impl->storage = std::make_shared<Storage>(bytes, device);
@@ -85,7 +107,7 @@ const std::shared_ptr<Storage>& Tensor::storage() const { return impl_->storage;
 std::int64_t Tensor::size(std::int64_t axis) const {
   const std::int64_t d = dim();
   const std::int64_t a = axis < 0 ? axis + d : axis;
-  require(a >= 0 && a < d, "size(): axis {} out of range for shape {}", axis, to_string(shape()));
+  if (a < 0 || a >= d) fail("size(): axis {} out of range for shape {}", axis, to_string(shape()));
   return shape()[a];
 }
 
@@ -101,7 +123,11 @@ bool Tensor::is_contiguous() const {
 
 std::string Tensor::describe() const {
   if (!defined()) return "undefined tensor";
-  return fmt::format("{}{} {}", name_of(dtype()), to_string(shape()), name_of(device()));
+  std::string text(name_of(dtype()));
+  append_shape(text, shape());
+  text += ' ';
+  text += name_of(device());
+  return text;
 }
 
 void* Tensor::raw_data() const {
@@ -116,7 +142,7 @@ void Tensor::check_access(DType requested) const {
 }
 
 double Tensor::item() const {
-  require(numel() == 1, "item(): tensor {} has {} elements, not 1", describe(), numel());
+  if (numel() != 1) fail("item(): tensor {} has {} elements, not 1", describe(), numel());
   return to_vector()[0];
 }
 
@@ -172,8 +198,9 @@ Tensor& Tensor::fill_(double value) {
 
 Tensor& Tensor::copy_(const Tensor& source) {
   check_inplace_allowed(*this, "copy_");
-  require(source.shape() == shape(), "copy_: source shape {} does not match destination shape {}",
-          to_string(source.shape()), to_string(shape()));
+  if (source.shape() != shape())
+    fail("copy_: source shape {} does not match destination shape {}", to_string(source.shape()),
+         to_string(shape()));
   backend_for(device() == Device::cpu ? source.device() : device()).copy(*this, source);
   bump_version();
   return *this;
@@ -185,10 +212,10 @@ void Tensor::bump_version() const { impl_->storage->bump_version(); }
 bool Tensor::requires_grad() const { return impl_ && impl_->requires_grad; }
 
 Tensor& Tensor::set_requires_grad(bool value) {
-  require(is_leaf(), "set_requires_grad: {} is the output of an op; only leaves can be changed",
-          describe());
-  require(!value || is_floating(dtype()), "set_requires_grad: {} is not a floating tensor",
-          describe());
+  if (!is_leaf())
+    fail("set_requires_grad: {} is the output of an op; only leaves can be changed", describe());
+  if (value && !is_floating(dtype()))
+    fail("set_requires_grad: {} is not a floating tensor", describe());
   impl_->requires_grad = value;
   return *this;
 }

@@ -1,0 +1,91 @@
+// One attention layer, forward + backward, for every position scheme against no
+// positions, in the same run: B=8, H=4, d_model=256 (head_dim 64), causal.
+// Usage: bench_attention [L ...] [--reps N] [--path fused|composed]
+#include <fmt/format.h>
+
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "autograd/allocator.h"
+#include "autograd/tape.h"
+#include "bench/timing.h"
+#include "layers/attention.h"
+
+using namespace relpos;
+
+namespace {
+
+struct Layer {
+  std::unique_ptr<PositionScheme> scheme;
+  std::unique_ptr<MultiHeadAttention> attention;
+};
+
+Layer make_layer(const std::string& name, AttentionPath path) {
+  Rng rng(7);
+  const ModelDims dims{256, 4, 1, true};
+  PositionConfig config;
+  config.scheme = name;
+  config.max_relative = 16;
+  Layer layer;
+  layer.scheme = make_position_scheme(config, dims, rng);
+  layer.attention = std::make_unique<MultiHeadAttention>(dims, 0, *layer.scheme, path, rng);
+  return layer;
+}
+
+double step_seconds(const Layer& layer, const Tensor& x, const Tensor& grad) {
+  const double start = bench::now_seconds();
+  Tensor out = layer.attention->forward(x, 0);
+  backward(out, grad);
+  return bench::now_seconds() - start;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::int64_t> lengths;
+  int reps = 5;
+  AttentionPath path = AttentionPath::fused;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
+      reps = std::atoi(argv[++i]);
+    } else if (std::strcmp(argv[i], "--path") == 0 && i + 1 < argc) {
+      path = std::strcmp(argv[++i], "composed") == 0 ? AttentionPath::composed : AttentionPath::fused;
+    } else {
+      lengths.push_back(std::atoll(argv[i]));
+    }
+  }
+  if (lengths.empty()) lengths = {128, 512, 2048};
+  const std::vector<std::string> schemes = {"none", "t5", "alibi", "rope", "shaw", "xl"};
+  fmt::print("one attention layer fwd+bwd, B=8 H=4 d=256, causal, {} path, median of {}\n\n",
+             path == AttentionPath::fused ? "fused" : "composed", reps);
+  fmt::print("| scheme | L | ms | vs none | peak tensor MiB |\n|---|---:|---:|---:|---:|\n");
+  for (std::int64_t len : lengths) {
+    Rng rng(3);
+    Tensor x = randn({8, len, 256}, rng);
+    x.set_requires_grad(true);
+    const Tensor grad = randn({8, len, 256}, rng);
+    std::map<std::string, Layer> layers;
+    for (const auto& s : schemes) layers.emplace(s, make_layer(s, path));
+    std::map<std::string, std::vector<double>> times;
+    std::map<std::string, std::size_t> peaks;
+    for (const auto& s : schemes) step_seconds(layers.at(s), x, grad);  // warm-up
+    // Rounds alternate the schemes so that machine noise spreads evenly.
+    for (int r = 0; r < reps; ++r)
+      for (const auto& s : schemes) {
+        allocator_for(Device::cpu).reset_peak();
+        const std::size_t base = allocator_for(Device::cpu).stats().current_bytes;
+        times[s].push_back(step_seconds(layers.at(s), x, grad));
+        peaks[s] = allocator_for(Device::cpu).stats().peak_bytes - base;
+        x.zero_grad();
+      }
+    const double none = bench::median(times["none"]);
+    for (const auto& s : schemes) {
+      const double t = bench::median(times[s]);
+      fmt::print("| {} | {} | {:.1f} | {:.2f}x | {:.0f} |\n", s, len, t * 1e3, t / none,
+                 static_cast<double>(peaks[s]) / 1048576.0);
+    }
+  }
+  return 0;
+}
