@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   relpos::add_sample_command(app);
   relpos::add_inspect_command(app);
   relpos::add_positions_command(app);
+  relpos::add_ablate_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

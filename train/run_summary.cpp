@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <fstream>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
@@ -28,12 +29,18 @@ std::optional<TrainSummary> read_summary(const std::filesystem::path& out_dir) {
   if (!in) return std::nullopt;
   const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
   if (j.is_discarded()) return std::nullopt;
+  // A NaN written by nlohmann::json reads back as null: treat it as NaN.
+  auto number = [&](const char* key) {
+    const auto it = j.find(key);
+    return it != j.end() && it->is_number() ? it->get<double>()
+                                            : std::numeric_limits<double>::quiet_NaN();
+  };
   TrainSummary s;
   s.steps = j.value("steps", 0);
-  s.final_train_loss = j.value("final_train_loss", 0.0);
-  s.final_val_loss = j.value("final_val_loss", 0.0);
-  s.tokens_per_second = j.value("tokens_per_second", 0.0);
-  s.wall_seconds = j.value("wall_seconds", 0.0);
+  s.final_train_loss = number("final_train_loss");
+  s.final_val_loss = number("final_val_loss");
+  s.tokens_per_second = number("tokens_per_second");
+  s.wall_seconds = number("wall_seconds");
   s.peak_rss_bytes = j.value("peak_rss_bytes", std::size_t{0});
   s.peak_tensor_bytes = j.value("peak_tensor_bytes", std::size_t{0});
   s.parameters = j.value("parameters", 0);

@@ -1,6 +1,7 @@
 #include "train/trainer.h"
 
 #include <cmath>
+#include <limits>
 #include <fmt/format.h>
 
 #include "autograd/allocator.h"
@@ -165,7 +166,8 @@ TrainSummary train(RunState& run) {
   auto window_start = std::chrono::steady_clock::now();
   std::int64_t window_tokens = 0;
   const std::int64_t tokens_at_start = run.tokens_seen;
-  double loss_value = 0.0;
+  const std::int64_t step_at_start = run.step;
+  double loss_value = std::numeric_limits<double>::quiet_NaN();  // none trained yet
   while (run.step < c.train.steps) {
     const double lr = schedule(run.step);
     run.optimizer->zero_grad();
@@ -206,6 +208,9 @@ TrainSummary train(RunState& run) {
     if (run.step % c.train.checkpoint_every == 0 || run.step == c.train.steps) save();
   }
   progress.finish();
+  // Resumed at or past the last step: nothing trained, but the summary still
+  // reports the model's validation loss.
+  if (run.step == step_at_start) run_eval();
   summary.steps = run.step;
   summary.final_train_loss = loss_value;
   summary.wall_seconds =

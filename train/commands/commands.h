@@ -9,5 +9,6 @@ void add_eval_command(CLI::App& app);
 void add_sample_command(CLI::App& app);
 void add_inspect_command(CLI::App& app);
 void add_positions_command(CLI::App& app);
+void add_ablate_command(CLI::App& app);
 
 }  // namespace relpos
