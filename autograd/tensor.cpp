@@ -72,16 +72,16 @@ Tensor Tensor::full(const Shape& shape, double value, DType dtype, Device device
 }
 
 Tensor Tensor::from_data(const std::vector<double>& values, const Shape& shape, DType dtype) {
-  require(static_cast<std::int64_t>(values.size()) == numel_of(shape),
-          "Tensor::from_data: {} values for shape {}", values.size(), to_string(shape));
+  if (!(static_cast<std::int64_t>(values.size()) == numel_of(shape)))
+    fail("Tensor::from_data: {} values for shape {}", values.size(), to_string(shape));
   Tensor source = empty(shape, DType::f64);
   std::copy(values.begin(), values.end(), source.data<double>());
   return dtype == DType::f64 ? source : source.to(dtype);
 }
 
 Tensor Tensor::from_data(const std::vector<float>& values, const Shape& shape) {
-  require(static_cast<std::int64_t>(values.size()) == numel_of(shape),
-          "Tensor::from_data: {} values for shape {}", values.size(), to_string(shape));
+  if (!(static_cast<std::int64_t>(values.size()) == numel_of(shape)))
+    fail("Tensor::from_data: {} values for shape {}", values.size(), to_string(shape));
   Tensor t = empty(shape, DType::f32);
   std::copy(values.begin(), values.end(), t.data<float>());
   return t;
@@ -137,8 +137,8 @@ void* Tensor::raw_data() const {
 
 void Tensor::check_access(DType requested) const {
   if (requested != dtype())
-    throw InternalError(fmt::format("data<{}>() on a tensor of dtype {}", name_of(requested),
-                                    name_of(dtype())));
+    throw InternalError(
+        fmt::format("data<{}>() on a tensor of dtype {}", name_of(requested), name_of(dtype())));
 }
 
 double Tensor::item() const {

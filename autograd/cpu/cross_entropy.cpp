@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "autograd/cpu/cpu_backend.h"
+#include "autograd/cpu/parallel.h"
 
 namespace relpos {
 namespace {
@@ -26,22 +27,21 @@ void CpuBackend::cross_entropy(const Tensor& logits, const Tensor& targets,
     using T = decltype(zero);
     const std::int64_t rows = targets.numel();
     const std::int64_t classes = rows == 0 ? 0 : logits.numel() / rows;
-    const T* px = logits.data<T>();                    // (rows, classes)
+    const T* px = logits.data<T>();                         // (rows, classes)
     const std::int64_t* pt = targets.data<std::int64_t>();  // (rows)
-    T* pl = loss.data<T>();                            // (rows)
-    T* ps = lse.data<T>();                             // (rows)
-#pragma omp parallel for schedule(static) if (rows * classes > 32768)
-    for (std::int64_t r = 0; r < rows; ++r) {
+    T* pl = loss.data<T>();                                 // (rows)
+    T* ps = lse.data<T>();                                  // (rows)
+    cpu::parallel_for(rows, rows * classes > 32768, [&](std::int64_t r) {
       const T* row = px + r * classes;
       const std::int64_t t = pt[r];
       if (t == ignore_index) {
         ps[r] = T(0);
         pl[r] = T(0);
-        continue;
+        return;
       }
       ps[r] = row_logsumexp(row, classes);
       pl[r] = ps[r] - row[t];
-    }
+    });
   });
 }
 
@@ -52,24 +52,23 @@ void CpuBackend::cross_entropy_backward(const Tensor& logits, const Tensor& targ
     using T = decltype(zero);
     const std::int64_t rows = targets.numel();
     const std::int64_t classes = rows == 0 ? 0 : logits.numel() / rows;
-    const T* px = logits.data<T>();                    // (rows, classes)
+    const T* px = logits.data<T>();                         // (rows, classes)
     const std::int64_t* pt = targets.data<std::int64_t>();  // (rows)
-    const T* ps = lse.data<T>();                       // (rows)
-    const T* pg = grad_loss.data<T>();                 // (rows)
-    T* pdx = grad_logits.data<T>();                    // (rows, classes)
-#pragma omp parallel for schedule(static) if (rows * classes > 32768)
-    for (std::int64_t r = 0; r < rows; ++r) {
+    const T* ps = lse.data<T>();                            // (rows)
+    const T* pg = grad_loss.data<T>();                      // (rows)
+    T* pdx = grad_logits.data<T>();                         // (rows, classes)
+    cpu::parallel_for(rows, rows * classes > 32768, [&](std::int64_t r) {
       const T* row = px + r * classes;
       T* out = pdx + r * classes;
       const std::int64_t t = pt[r];
       if (t == ignore_index) {
         for (std::int64_t j = 0; j < classes; ++j) out[j] = T(0);
-        continue;
+        return;
       }
       const T g = pg[r];
       for (std::int64_t j = 0; j < classes; ++j) out[j] = g * std::exp(row[j] - ps[r]);
       out[t] -= g;
-    }
+    });
   });
 }
 

@@ -1,6 +1,7 @@
 // Dropout masks on the CPU from the counter-based hash mix64(seed, offset + i),
 // so the mask depends only on (seed, offset, p) and matches other backends.
 #include "autograd/cpu/cpu_backend.h"
+#include "autograd/cpu/parallel.h"
 #include "autograd/random.h"
 
 namespace relpos {
@@ -12,12 +13,11 @@ void CpuBackend::dropout_mask(std::uint64_t seed, std::uint64_t offset, double p
     T* out = mask.data<T>();  // any shape, contiguous
     const std::int64_t n = mask.numel();
     const T keep = static_cast<T>(1.0 / (1.0 - p));
-#pragma omp parallel for schedule(static) if (n > 65536)
-    for (std::int64_t i = 0; i < n; ++i) {
+    cpu::parallel_for(n, n > 65536, [&](std::int64_t i) {
       const std::uint64_t bits = mix64(seed, offset + static_cast<std::uint64_t>(i));
       const double uniform = static_cast<double>(bits >> 11) * 0x1.0p-53;  // [0, 1)
       out[i] = uniform >= p ? keep : T(0);
-    }
+    });
   });
 }
 

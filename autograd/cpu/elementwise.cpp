@@ -1,11 +1,12 @@
 // Elementwise kernels on the CPU: binary with broadcasting, unary and their
 // derivatives, and where().
-#include <array>
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <type_traits>
 
 #include "autograd/cpu/cpu_backend.h"
+#include "autograd/cpu/parallel.h"
 #include "autograd/cpu/strided.h"
 
 namespace relpos {
@@ -32,30 +33,44 @@ T fast_tanh(T x) {
 template <class T>
 T apply_binary(BinaryOp op, T a, T b) {
   switch (op) {
-    case BinaryOp::add: return a + b;
-    case BinaryOp::sub: return a - b;
-    case BinaryOp::mul: return a * b;
-    default: return a / b;
+    case BinaryOp::add:
+      return a + b;
+    case BinaryOp::sub:
+      return a - b;
+    case BinaryOp::mul:
+      return a * b;
+    default:
+      return a / b;
   }
 }
 
 template <class T>
 T apply_unary(UnaryOp op, T x, T p) {
   switch (op) {
-    case UnaryOp::neg: return -x;
-    case UnaryOp::exp: return std::exp(x);
-    case UnaryOp::log: return std::log(x);
-    case UnaryOp::sqrt: return std::sqrt(x);
-    case UnaryOp::tanh: return std::tanh(x);
-    case UnaryOp::relu: return x > T(0) ? x : T(0);
+    case UnaryOp::neg:
+      return -x;
+    case UnaryOp::exp:
+      return std::exp(x);
+    case UnaryOp::log:
+      return std::log(x);
+    case UnaryOp::sqrt:
+      return std::sqrt(x);
+    case UnaryOp::tanh:
+      return std::tanh(x);
+    case UnaryOp::relu:
+      return x > T(0) ? x : T(0);
     case UnaryOp::gelu_tanh: {
       const T inner = T(kSqrt2OverPi) * (x + T(kGeluCubic) * x * x * x);
       return T(0.5) * x * (T(1) + fast_tanh(inner));
     }
-    case UnaryOp::gelu_erf: return T(0.5) * x * (T(1) + std::erf(x * T(kInvSqrt2)));
-    case UnaryOp::add_scalar: return x + p;
-    case UnaryOp::mul_scalar: return x * p;
-    default: return std::pow(x, p);
+    case UnaryOp::gelu_erf:
+      return T(0.5) * x * (T(1) + std::erf(x * T(kInvSqrt2)));
+    case UnaryOp::add_scalar:
+      return x + p;
+    case UnaryOp::mul_scalar:
+      return x * p;
+    default:
+      return std::pow(x, p);
   }
 }
 
@@ -63,12 +78,18 @@ T apply_unary(UnaryOp op, T x, T p) {
 template <class T>
 T unary_derivative(UnaryOp op, T x, T y, T p) {
   switch (op) {
-    case UnaryOp::neg: return T(-1);
-    case UnaryOp::exp: return y;
-    case UnaryOp::log: return T(1) / x;
-    case UnaryOp::sqrt: return T(0.5) / y;
-    case UnaryOp::tanh: return T(1) - y * y;
-    case UnaryOp::relu: return x > T(0) ? T(1) : T(0);
+    case UnaryOp::neg:
+      return T(-1);
+    case UnaryOp::exp:
+      return y;
+    case UnaryOp::log:
+      return T(1) / x;
+    case UnaryOp::sqrt:
+      return T(0.5) / y;
+    case UnaryOp::tanh:
+      return T(1) - y * y;
+    case UnaryOp::relu:
+      return x > T(0) ? T(1) : T(0);
     case UnaryOp::gelu_tanh: {
       const T inner = T(kSqrt2OverPi) * (x + T(kGeluCubic) * x * x * x);
       const T t = fast_tanh(inner);
@@ -78,9 +99,12 @@ T unary_derivative(UnaryOp op, T x, T y, T p) {
     case UnaryOp::gelu_erf:
       return T(0.5) * (T(1) + std::erf(x * T(kInvSqrt2))) +
              x * T(kInvSqrt2Pi) * std::exp(T(-0.5) * x * x);
-    case UnaryOp::add_scalar: return T(1);
-    case UnaryOp::mul_scalar: return p;
-    default: return p * std::pow(x, p - T(1));
+    case UnaryOp::add_scalar:
+      return T(1);
+    case UnaryOp::mul_scalar:
+      return p;
+    default:
+      return p * std::pow(x, p - T(1));
   }
 }
 
@@ -93,11 +117,9 @@ void binary_typed(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& o
     const std::int64_t n = out.numel();
     switch (op) {
 #define RELPOS_FLAT_LOOP(OPNAME, EXPR)                                      \
-  case BinaryOp::OPNAME: {                                                  \
-    _Pragma("omp parallel for simd schedule(static) if (n > 65536)")       \
-    for (std::int64_t i = 0; i < n; ++i) po[i] = EXPR;                      \
-    return;                                                                 \
-  }
+  case BinaryOp::OPNAME:                                                    \
+    cpu::parallel_for(n, n > 65536, [&](std::int64_t i) { po[i] = EXPR; }); \
+    return;
       RELPOS_FLAT_LOOP(add, pa[i] + pb[i])
       RELPOS_FLAT_LOOP(sub, pa[i] - pb[i])
       RELPOS_FLAT_LOOP(mul, pa[i] * pb[i])
@@ -106,13 +128,14 @@ void binary_typed(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& o
     }
   }
   const std::array<const Shape*, 3> strides{&out.strides(), &a.strides(), &b.strides()};
-  cpu::for_each_row<3>(out.shape(), strides, [&](std::int64_t, std::int64_t n, const auto& off,
-                                                 const auto& inner) {
-    T* o = po + off[0];
-    const T* x = pa + off[1];
-    const T* y = pb + off[2];
-    for (std::int64_t i = 0; i < n; ++i) o[i] = apply_binary(op, x[i * inner[1]], y[i * inner[2]]);
-  });
+  cpu::for_each_row<3>(out.shape(), strides,
+                       [&](std::int64_t, std::int64_t n, const auto& off, const auto& inner) {
+                         T* o = po + off[0];
+                         const T* x = pa + off[1];
+                         const T* y = pb + off[2];
+                         for (std::int64_t i = 0; i < n; ++i)
+                           o[i] = apply_binary(op, x[i * inner[1]], y[i * inner[2]]);
+                       });
 }
 
 }  // namespace
@@ -128,13 +151,12 @@ void CpuBackend::unary(UnaryOp op, const Tensor& x, const Tensor& out, double pa
     T* po = out.data<T>();
     const T p = static_cast<T>(param);
     const std::int64_t n = out.numel();
-#pragma omp parallel for schedule(static) if (n > 16384)
-    for (std::int64_t i = 0; i < n; ++i) po[i] = apply_unary(op, px[i], p);
+    cpu::parallel_for(n, n > 16384, [&](std::int64_t i) { po[i] = apply_unary(op, px[i], p); });
   });
 }
 
-void CpuBackend::unary_backward(UnaryOp op, const Tensor& x, const Tensor& y,
-                                const Tensor& grad_y, const Tensor& grad_x, double param) {
+void CpuBackend::unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& grad_y,
+                                const Tensor& grad_x, double param) {
   dispatch_floating(grad_x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     const T* px = x.data<T>();
@@ -143,8 +165,9 @@ void CpuBackend::unary_backward(UnaryOp op, const Tensor& x, const Tensor& y,
     T* out = grad_x.data<T>();
     const T p = static_cast<T>(param);
     const std::int64_t n = grad_x.numel();
-#pragma omp parallel for schedule(static) if (n > 16384)
-    for (std::int64_t i = 0; i < n; ++i) out[i] = pg[i] * unary_derivative(op, px[i], py[i], p);
+    cpu::parallel_for(n, n > 16384, [&](std::int64_t i) {
+      out[i] = pg[i] * unary_derivative(op, px[i], py[i], p);
+    });
   });
 }
 
@@ -157,12 +180,13 @@ void CpuBackend::where(const Tensor& mask, const Tensor& a, const Tensor& b, con
     T* po = out.data<T>();
     const std::array<const Shape*, 4> strides{&out.strides(), &mask.strides(), &a.strides(),
                                               &b.strides()};
-    cpu::for_each_row<4>(out.shape(), strides, [&](std::int64_t, std::int64_t n, const auto& off,
-                                                   const auto& inner) {
-      for (std::int64_t i = 0; i < n; ++i)
-        po[off[0] + i * inner[0]] = pm[off[1] + i * inner[1]] ? pa[off[2] + i * inner[2]]
-                                                              : pb[off[3] + i * inner[3]];
-    });
+    cpu::for_each_row<4>(out.shape(), strides,
+                         [&](std::int64_t, std::int64_t n, const auto& off, const auto& inner) {
+                           for (std::int64_t i = 0; i < n; ++i)
+                             po[off[0] + i * inner[0]] = pm[off[1] + i * inner[1]]
+                                                             ? pa[off[2] + i * inner[2]]
+                                                             : pb[off[3] + i * inner[3]];
+                         });
   });
 }
 

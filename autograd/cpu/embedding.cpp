@@ -3,12 +3,13 @@
 // contiguous range of table rows; a thread scans all indices in order and adds
 // only into rows it owns, so every row is summed in index order whatever the
 // number of threads.
+#include <omp.h>
+
 #include <algorithm>
 #include <cstring>
 
-#include <omp.h>
-
 #include "autograd/cpu/cpu_backend.h"
+#include "autograd/cpu/parallel.h"
 
 namespace relpos {
 
@@ -20,9 +21,9 @@ void CpuBackend::embedding(const Tensor& table, const Tensor& indices, const Ten
     const T* src = table.data<T>();                          // (vocab, dim)
     const std::int64_t* idx = indices.data<std::int64_t>();  // (count)
     T* dst = out.data<T>();                                  // (count, dim)
-#pragma omp parallel for schedule(static) if (count * dim > 65536)
-    for (std::int64_t i = 0; i < count; ++i)
+    cpu::parallel_for(count, count * dim > 65536, [&](std::int64_t i) {
       std::memcpy(dst + i * dim, src + idx[i] * dim, static_cast<std::size_t>(dim) * sizeof(T));
+    });
   });
 }
 

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "autograd/cpu/cpu_backend.h"
+#include "autograd/cpu/parallel.h"
 #include "autograd/cpu/strided.h"
 #include "autograd/error.h"
 
@@ -12,10 +13,14 @@ namespace {
 template <class Fn>
 decltype(auto) dispatch_any(DType t, Fn&& fn) {
   switch (t) {
-    case DType::f32: return fn(float{});
-    case DType::f64: return fn(double{});
-    case DType::i64: return fn(std::int64_t{});
-    default: return fn(std::uint8_t{});
+    case DType::f32:
+      return fn(float{});
+    case DType::f64:
+      return fn(double{});
+    case DType::i64:
+      return fn(std::int64_t{});
+    default:
+      return fn(std::uint8_t{});
   }
 }
 
@@ -30,12 +35,13 @@ void copy_typed(const Tensor& dst, const Tensor& src) {
     }
   }
   const std::array<const Shape*, 2> strides{&dst.strides(), &src.strides()};
-  cpu::for_each_row<2>(dst.shape(), strides, [&](std::int64_t, std::int64_t n, const auto& off,
-                                                 const auto& inner) {
-    D* o = out + off[0];
-    const S* s = in + off[1];
-    for (std::int64_t i = 0; i < n; ++i) o[i * inner[0]] = static_cast<D>(s[i * inner[1]]);
-  });
+  cpu::for_each_row<2>(dst.shape(), strides,
+                       [&](std::int64_t, std::int64_t n, const auto& off, const auto& inner) {
+                         D* o = out + off[0];
+                         const S* s = in + off[1];
+                         for (std::int64_t i = 0; i < n; ++i)
+                           o[i * inner[0]] = static_cast<D>(s[i * inner[1]]);
+                       });
 }
 
 }  // namespace
@@ -57,8 +63,7 @@ void CpuBackend::fill(const Tensor& dst, double value) {
     T* out = static_cast<T*>(dst.raw_data());
     const T v = static_cast<T>(value);
     const std::int64_t n = dst.numel();
-#pragma omp parallel for schedule(static) if (n > 65536)
-    for (std::int64_t i = 0; i < n; ++i) out[i] = v;
+    cpu::parallel_for(n, n > 65536, [&](std::int64_t i) { out[i] = v; });
   });
 }
 

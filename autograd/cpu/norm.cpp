@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "autograd/cpu/cpu_backend.h"
+#include "autograd/cpu/parallel.h"
 
 namespace relpos {
 namespace {
@@ -18,15 +19,14 @@ template <class T>
 void norm_forward_typed(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps,
                         bool rms, std::int64_t rows, std::int64_t n, const Tensor& y,
                         const Tensor& mean, const Tensor& rstd) {
-  const T* px = x.data<T>();                                  // (rows, n)
+  const T* px = x.data<T>();                                      // (rows, n)
   const T* pgamma = gamma.defined() ? gamma.data<T>() : nullptr;  // (n) or none
   const T* pbeta = beta.defined() ? beta.data<T>() : nullptr;     // (n) or none
-  T* py = y.data<T>();                                        // (rows, n)
-  T* pmean = mean.defined() ? mean.data<T>() : nullptr;       // (rows)
-  T* prstd = rstd.data<T>();                                  // (rows)
+  T* py = y.data<T>();                                            // (rows, n)
+  T* pmean = mean.defined() ? mean.data<T>() : nullptr;           // (rows)
+  T* prstd = rstd.data<T>();                                      // (rows)
   const double inv_n = 1.0 / static_cast<double>(n);
-#pragma omp parallel for schedule(static) if (rows * n > 32768)
-  for (std::int64_t r = 0; r < rows; ++r) {
+  cpu::parallel_for(rows, rows * n > 32768, [&](std::int64_t r) {
     const T* row = px + r * n;
     double mu = 0.0;
     if (!rms) {
@@ -49,7 +49,7 @@ void norm_forward_typed(const Tensor& x, const Tensor& gamma, const Tensor& beta
       if (pbeta) v += pbeta[j];
       out[j] = v;
     }
-  }
+  });
 }
 
 template <class T>
@@ -57,11 +57,11 @@ void norm_backward_typed(const Tensor& x, const Tensor& gamma, const Tensor& mea
                          const Tensor& rstd, const Tensor& grad_y, bool rms, std::int64_t rows,
                          std::int64_t n, const Tensor& grad_x, const Tensor& grad_gamma,
                          const Tensor& grad_beta) {
-  const T* px = x.data<T>();                                  // (rows, n)
+  const T* px = x.data<T>();                                      // (rows, n)
   const T* pgamma = gamma.defined() ? gamma.data<T>() : nullptr;  // (n) or none
-  const T* pmean = rms ? nullptr : mean.data<T>();            // (rows)
-  const T* prstd = rstd.data<T>();                            // (rows)
-  const T* pgy = grad_y.data<T>();                            // (rows, n)
+  const T* pmean = rms ? nullptr : mean.data<T>();                // (rows)
+  const T* prstd = rstd.data<T>();                                // (rows)
+  const T* pgy = grad_y.data<T>();                                // (rows, n)
   const double inv_n = 1.0 / static_cast<double>(n);
 
   // grad_x: with xhat = (x - mean) * rstd and dxhat = dy * gamma,
@@ -69,8 +69,7 @@ void norm_backward_typed(const Tensor& x, const Tensor& gamma, const Tensor& mea
   //   rmsnorm:   dx = rstd * (dxhat - xhat * mean(dxhat * xhat))
   if (grad_x.defined()) {
     T* pdx = grad_x.data<T>();  // (rows, n)
-#pragma omp parallel for schedule(static) if (rows * n > 32768)
-    for (std::int64_t r = 0; r < rows; ++r) {
+    cpu::parallel_for(rows, rows * n > 32768, [&](std::int64_t r) {
       const T* row = px + r * n;
       const T* gy = pgy + r * n;
       const T m = pmean ? pmean[r] : T(0), s = prstd[r];
@@ -87,7 +86,7 @@ void norm_backward_typed(const Tensor& x, const Tensor& gamma, const Tensor& mea
         const T d = pgamma ? gy[j] * pgamma[j] : gy[j];
         out[j] = s * (d - mean_d - (row[j] - m) * s * mean_dx);
       }
-    }
+    });
   }
 
   // grad_gamma[j] = sum_r dy[r, j] * xhat[r, j]; grad_beta[j] = sum_r dy[r, j].
@@ -95,8 +94,7 @@ void norm_backward_typed(const Tensor& x, const Tensor& gamma, const Tensor& mea
   T* pgb = grad_beta.defined() ? grad_beta.data<T>() : nullptr;    // (n)
   if (!pgg && !pgb) return;
   const std::int64_t blocks = (n + kColumnBlock - 1) / kColumnBlock;
-#pragma omp parallel for schedule(static) if (rows * n > 32768)
-  for (std::int64_t b = 0; b < blocks; ++b) {
+  cpu::parallel_for(blocks, rows * n > 32768, [&](std::int64_t b) {
     const std::int64_t j0 = b * kColumnBlock, j1 = std::min(n, j0 + kColumnBlock);
     double acc_g[kColumnBlock] = {}, acc_b[kColumnBlock] = {};
     for (std::int64_t r = 0; r < rows; ++r) {
@@ -112,7 +110,7 @@ void norm_backward_typed(const Tensor& x, const Tensor& gamma, const Tensor& mea
       if (pgg) pgg[j] = static_cast<T>(acc_g[j - j0]);
       if (pgb) pgb[j] = static_cast<T>(acc_b[j - j0]);
     }
-  }
+  });
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Reductions over the middle axis of (outer, n, inner) on the CPU. Each output
 // element is summed in index order by one thread, so results are deterministic.
 #include "autograd/cpu/cpu_backend.h"
+#include "autograd/cpu/parallel.h"
 
 namespace relpos {
 
@@ -10,15 +11,14 @@ void CpuBackend::sum_axis(const Tensor& x, std::int64_t outer, std::int64_t n, s
     using T = decltype(zero);
     const T* px = x.data<T>();
     T* po = out.data<T>();
-#pragma omp parallel for schedule(static) if (outer * n * inner > 32768)
-    for (std::int64_t o = 0; o < outer; ++o) {
+    cpu::parallel_for(outer, outer * n * inner > 32768, [&](std::int64_t o) {
       T* row = po + o * inner;
       for (std::int64_t i = 0; i < inner; ++i) row[i] = T(0);
       for (std::int64_t r = 0; r < n; ++r) {
         const T* src = px + (o * n + r) * inner;
         for (std::int64_t i = 0; i < inner; ++i) row[i] += src[i];
       }
-    }
+    });
   });
 }
 
@@ -29,8 +29,7 @@ void CpuBackend::max_axis(const Tensor& x, std::int64_t outer, std::int64_t n, s
     const T* px = x.data<T>();
     T* po = out.data<T>();
     std::int64_t* pi = argmax.data<std::int64_t>();
-#pragma omp parallel for schedule(static) if (outer * n * inner > 32768)
-    for (std::int64_t o = 0; o < outer; ++o) {
+    cpu::parallel_for(outer, outer * n * inner > 32768, [&](std::int64_t o) {
       for (std::int64_t i = 0; i < inner; ++i) {
         const T* src = px + o * n * inner + i;
         T best = src[0];
@@ -45,21 +44,19 @@ void CpuBackend::max_axis(const Tensor& x, std::int64_t outer, std::int64_t n, s
         po[o * inner + i] = best;
         pi[o * inner + i] = where;
       }
-    }
+    });
   });
 }
 
-void CpuBackend::max_axis_backward(const Tensor& grad_out, const Tensor& argmax,
-                                   std::int64_t outer, std::int64_t n, std::int64_t inner,
-                                   const Tensor& grad_x) {
+void CpuBackend::max_axis_backward(const Tensor& grad_out, const Tensor& argmax, std::int64_t outer,
+                                   std::int64_t n, std::int64_t inner, const Tensor& grad_x) {
   dispatch_floating(grad_x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     const T* pg = grad_out.data<T>();
     const std::int64_t* pi = argmax.data<std::int64_t>();
     T* px = grad_x.data<T>();
     const std::int64_t total = outer * n * inner;
-#pragma omp parallel for schedule(static) if (total > 65536)
-    for (std::int64_t e = 0; e < total; ++e) px[e] = T(0);
+    cpu::parallel_for(total, total > 65536, [&](std::int64_t e) { px[e] = T(0); });
     for (std::int64_t o = 0; o < outer; ++o)
       for (std::int64_t i = 0; i < inner; ++i)
         px[(o * n + pi[o * inner + i]) * inner + i] = pg[o * inner + i];

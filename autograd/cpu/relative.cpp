@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "autograd/cpu/cpu_backend.h"
+#include "autograd/cpu/parallel.h"
 
 namespace relpos {
 namespace {
@@ -14,8 +15,7 @@ template <class T>
 void gather_typed(RelativeGather kind, const T* src, T* out, const RelativeShape& s) {
   const std::int64_t lq = s.q_len, lk = s.k_len, k = s.clip;
   const std::int64_t n_dist = lq + lk - 1, width = 2 * k + 1;
-#pragma omp parallel for schedule(static) if (s.rows * lk > 32768)
-  for (std::int64_t r = 0; r < s.rows; ++r) {
+  cpu::parallel_for(s.rows, s.rows * lk > 32768, [&](std::int64_t r) {
     const std::int64_t i = r % lq;
     const std::int64_t offset = lq - 1 - i;  // distance index of key 0
     T* o = out + r * lk;
@@ -26,20 +26,20 @@ void gather_typed(RelativeGather kind, const T* src, T* out, const RelativeShape
         break;
       }
       case RelativeGather::clipped: {
-        const T* row = src + r * width;       // (rows, 2k+1)
+        const T* row = src + r * width;  // (rows, 2k+1)
         const std::int64_t qpos = lk - lq + i;
         for (std::int64_t j = 0; j < lk; ++j) o[j] = row[std::clamp(j - qpos, -k, k) + k];
         break;
       }
       case RelativeGather::shifted: {
-        const T* row = src + r * lk;          // (rows, Lk)
+        const T* row = src + r * lk;  // (rows, Lk)
         const std::int64_t valid = std::min(lk, lk - offset);
         std::copy(row + offset, row + offset + valid, o);
         std::fill(o + valid, o + lk, T(0));
         break;
       }
     }
-  }
+  });
 }
 
 template <class T>
@@ -61,8 +61,7 @@ void scatter_typed(RelativeGather kind, const T* grad, T* out, const RelativeSha
     }
     return;
   }
-#pragma omp parallel for schedule(static) if (s.rows * lk > 32768)
-  for (std::int64_t r = 0; r < s.rows; ++r) {
+  cpu::parallel_for(s.rows, s.rows * lk > 32768, [&](std::int64_t r) {
     const std::int64_t i = r % lq;
     const T* g = grad + r * lk;
     if (kind == RelativeGather::clipped) {
@@ -76,7 +75,7 @@ void scatter_typed(RelativeGather kind, const T* grad, T* out, const RelativeSha
       std::fill(o, o + std::min(offset, lk), T(0));
       for (std::int64_t c = offset; c < lk; ++c) o[c] = g[c - offset];
     }
-  }
+  });
 }
 
 }  // namespace
@@ -100,9 +99,9 @@ void CpuBackend::relative_scatter(RelativeGather kind, const Tensor& grad_out,
 void CpuBackend::bucket_gather(const Tensor& table, const Tensor& buckets, const Tensor& out) {
   dispatch_floating(out.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    const T* t = table.data<T>();             // (buckets, H)
+    const T* t = table.data<T>();  // (buckets, H)
     const std::int64_t* b = buckets.data<std::int64_t>();
-    T* o = out.data<T>();                     // (H, n)
+    T* o = out.data<T>();  // (H, n)
     const std::int64_t heads = table.size(1), n = buckets.numel();
     for (std::int64_t h = 0; h < heads; ++h)
       for (std::int64_t d = 0; d < n; ++d) o[h * n + d] = t[b[d] * heads + h];
@@ -113,9 +112,9 @@ void CpuBackend::bucket_gather_backward(const Tensor& grad_out, const Tensor& bu
                                         const Tensor& grad_table) {
   dispatch_floating(grad_table.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    const T* g = grad_out.data<T>();          // (H, n)
+    const T* g = grad_out.data<T>();  // (H, n)
     const std::int64_t* b = buckets.data<std::int64_t>();
-    T* o = grad_table.data<T>();              // (buckets, H)
+    T* o = grad_table.data<T>();  // (buckets, H)
     const std::int64_t n_buckets = grad_table.size(0), heads = grad_table.size(1);
     const std::int64_t n = buckets.numel();
     std::vector<double> acc(static_cast<std::size_t>(n_buckets * heads), 0.0);

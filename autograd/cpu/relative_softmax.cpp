@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "autograd/cpu/cpu_backend.h"
+#include "autograd/cpu/parallel.h"
 
 namespace relpos {
 namespace {
@@ -40,8 +41,7 @@ void forward_typed(const RelativeSoftmaxArgs& a, const Tensor& probs) {
   const T* shifted = optional_data<T>(a.shifted);
   T* out = probs.data<T>();
   const T scale = static_cast<T>(a.scale), term_scale = static_cast<T>(a.term_scale);
-#pragma omp parallel for schedule(static) if (s.rows * lk > 16384)
-  for (std::int64_t r = 0; r < s.rows; ++r) {
+  cpu::parallel_for(s.rows, s.rows * lk > 16384, [&](std::int64_t r) {
     const RowGeometry g = row_geometry(a, r);
     const T* sr = scores + r * lk;
     T* p = out + r * lk;
@@ -74,7 +74,7 @@ void forward_typed(const RelativeSoftmaxArgs& a, const Tensor& probs) {
       p[j] = v < std::numeric_limits<T>::min() ? T(0) : v;
     }
     std::fill(p + g.limit, p + lk, T(0));
-  }
+  });
 }
 
 template <class T>
@@ -91,8 +91,7 @@ void backward_typed(const RelativeSoftmaxArgs& a, const Tensor& probs, const Ten
   const T scale = static_cast<T>(a.scale), term_scale = static_cast<T>(a.term_scale);
   // Pass 1, per row: dLogits = p * (dp - <p, dp>), stored unscaled when the bias
   // gradient still has to be reduced from it.
-#pragma omp parallel for schedule(static) if (s.rows * lk > 16384)
-  for (std::int64_t r = 0; r < s.rows; ++r) {
+  cpu::parallel_for(s.rows, s.rows * lk > 16384, [&](std::int64_t r) {
     const RowGeometry g = row_geometry(a, r);
     const T* p = p_all + r * lk;
     const T* gp = gp_all + r * lk;
@@ -116,7 +115,7 @@ void backward_typed(const RelativeSoftmaxArgs& a, const Tensor& probs, const Ten
     }
     if (!want_bias && scale != T(1))
       for (std::int64_t j = 0; j < g.limit; ++j) d[j] *= scale;
-  }
+  });
   if (!want_bias) return;
   // Pass 2, per head: sum dLogits along each diagonal (fixed row order, double
   // accumulators), then apply the score scale.

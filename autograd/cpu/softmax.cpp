@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "autograd/cpu/cpu_backend.h"
+#include "autograd/cpu/parallel.h"
 
 namespace relpos {
 namespace {
@@ -50,8 +51,8 @@ void CpuBackend::softmax(const Tensor& x, const Tensor& y, std::int64_t rows, st
     using T = decltype(zero);
     const T* px = x.data<T>();  // (rows, n)
     T* py = y.data<T>();        // (rows, n)
-#pragma omp parallel for schedule(static) if (rows * n > 32768)
-    for (std::int64_t r = 0; r < rows; ++r) softmax_row(px + r * n, py + r * n, n, log);
+    cpu::parallel_for(rows, rows * n > 32768,
+                      [&](std::int64_t r) { softmax_row(px + r * n, py + r * n, n, log); });
   });
 }
 
@@ -59,12 +60,12 @@ void CpuBackend::softmax_backward(const Tensor& y, const Tensor& grad_y, const T
                                   std::int64_t rows, std::int64_t n, bool log) {
   dispatch_floating(y.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    const T* py = y.data<T>();        // (rows, n)
-    const T* pg = grad_y.data<T>();   // (rows, n)
-    T* pdx = grad_x.data<T>();        // (rows, n)
-#pragma omp parallel for schedule(static) if (rows * n > 32768)
-    for (std::int64_t r = 0; r < rows; ++r)
+    const T* py = y.data<T>();       // (rows, n)
+    const T* pg = grad_y.data<T>();  // (rows, n)
+    T* pdx = grad_x.data<T>();       // (rows, n)
+    cpu::parallel_for(rows, rows * n > 32768, [&](std::int64_t r) {
       softmax_backward_row(py + r * n, pg + r * n, pdx + r * n, n, log);
+    });
   });
 }
 

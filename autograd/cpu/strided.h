@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "autograd/cpu/parallel.h"
 #include "autograd/tensor.h"
 
 namespace relpos::cpu {
@@ -37,12 +38,11 @@ void for_each_row(const Shape& shape, const std::array<const Shape*, N>& strides
   const std::int64_t rows = inner_len == 0 ? 0 : numel_of(shape) / inner_len;
   std::array<std::int64_t, N> inner_strides{};
   for (std::size_t k = 0; k < N; ++k) inner_strides[k] = strides[k]->back();
-#pragma omp parallel for schedule(static) if (rows * inner_len > 32768)
-  for (std::int64_t row = 0; row < rows; ++row) {
+  parallel_for(rows, rows * inner_len > 32768, [&](std::int64_t row) {
     std::array<std::int64_t, N> offsets{};
     for (std::size_t k = 0; k < N; ++k) offsets[k] = row_offset(shape, *strides[k], row);
     body(row, inner_len, offsets, inner_strides);
-  }
+  });
 }
 
 }  // namespace relpos::cpu

@@ -7,14 +7,14 @@ namespace relpos {
 
 inline void check_floating(const Tensor& t, const char* op) {
   require(t.defined(), "{}: undefined input tensor", op);
-  require(is_floating(t.dtype()), "{}: expected a floating tensor, got {}", op, t.describe());
+  if (!is_floating(t.dtype())) fail("{}: expected a floating tensor, got {}", op, t.describe());
 }
 
 inline void check_same_kind(const Tensor& a, const Tensor& b, const char* op) {
   check_floating(a, op);
   check_floating(b, op);
-  require(a.dtype() == b.dtype() && a.device() == b.device(),
-          "{}: inputs {} and {} differ in dtype or device", op, a.describe(), b.describe());
+  if (!(a.dtype() == b.dtype() && a.device() == b.device()))
+    fail("{}: inputs {} and {} differ in dtype or device", op, a.describe(), b.describe());
 }
 
 // Maps a possibly negative axis into [0, rank).

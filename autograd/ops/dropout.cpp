@@ -7,8 +7,7 @@
 
 namespace relpos {
 
-Tensor dropout(const Tensor& x, double p, std::uint64_t seed, std::uint64_t offset,
-               bool training) {
+Tensor dropout(const Tensor& x, double p, std::uint64_t seed, std::uint64_t offset, bool training) {
   check_floating(x, "dropout");
   require(p >= 0.0 && p < 1.0, "dropout: p must be in [0, 1), got {}", p);
   if (!training || p == 0.0) return x;

@@ -15,8 +15,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
   for (std::size_t i = 0; i < rank; ++i) {
     const std::int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
     const std::int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
-    require(da == db || da == 1 || db == 1, "{}: shapes {} and {} cannot be broadcast together", op,
-            to_string(a), to_string(b));
+    if (!(da == db || da == 1 || db == 1))
+      fail("{}: shapes {} and {} cannot be broadcast together", op, to_string(a), to_string(b));
     out[i] = da == 1 ? db : da;
   }
   return out;
@@ -59,15 +59,14 @@ Tensor unary_op(UnaryOp op, const Tensor& x, double param, const char* name) {
   backend_of(out).unary(op, in, out, param);
   if (Tape::should_record({&x})) {
     Tensor y = out.detach();
-    Tape::current().record(
-        name, {x}, out,
-        [op, in, y, param](const Tensor& grad) {
-          Tensor g = grad.contiguous();
-          Tensor grad_x = Tensor::empty(in.shape(), in.dtype(), in.device());
-          backend_of(in).unary_backward(op, in, y, g, grad_x, param);
-          return std::vector<Tensor>{grad_x};
-        },
-        {in, y});
+    Tape::current().record(name, {x}, out,
+                           [op, in, y, param](const Tensor& grad) {
+                             Tensor g = grad.contiguous();
+                             Tensor grad_x = Tensor::empty(in.shape(), in.dtype(), in.device());
+                             backend_of(in).unary_backward(op, in, y, g, grad_x, param);
+                             return std::vector<Tensor>{grad_x};
+                           },
+                           {in, y});
   }
   return out;
 }
@@ -122,21 +121,27 @@ Tensor div(const Tensor& a, const Tensor& b) {
     Tensor sb = b.detach(), y = out.detach();
     Shape shape_a = a.shape(), shape_b = b.shape();
     const bool need_b = b.requires_grad();
-    Tape::current().record(
-        "div", {a, b}, out,
-        [sb, y, shape_a, shape_b, need_b](const Tensor& g) {
-          Tensor ga = div(g, sb);  // d(a/b)/da = 1/b
-          Tensor gb = need_b ? sum_to(neg(mul(ga, y)), shape_b) : Tensor();  // -a/b^2 = -y/b
-          return std::vector<Tensor>{sum_to(ga, shape_a), gb};
-        },
-        {sb, y});
+    Tape::current().record("div", {a, b}, out,
+                           [sb, y, shape_a, shape_b, need_b](const Tensor& g) {
+                             Tensor ga = div(g, sb);  // d(a/b)/da = 1/b
+                             Tensor gb = need_b ? sum_to(neg(mul(ga, y)), shape_b)
+                                                : Tensor();  // -a/b^2 = -y/b
+                             return std::vector<Tensor>{sum_to(ga, shape_a), gb};
+                           },
+                           {sb, y});
   }
   return out;
 }
 
-Tensor add_scalar(const Tensor& x, double s) { return unary_op(UnaryOp::add_scalar, x, s, "add_scalar"); }
-Tensor mul_scalar(const Tensor& x, double s) { return unary_op(UnaryOp::mul_scalar, x, s, "mul_scalar"); }
-Tensor pow_scalar(const Tensor& x, double e) { return unary_op(UnaryOp::pow_scalar, x, e, "pow_scalar"); }
+Tensor add_scalar(const Tensor& x, double s) {
+  return unary_op(UnaryOp::add_scalar, x, s, "add_scalar");
+}
+Tensor mul_scalar(const Tensor& x, double s) {
+  return unary_op(UnaryOp::mul_scalar, x, s, "mul_scalar");
+}
+Tensor pow_scalar(const Tensor& x, double e) {
+  return unary_op(UnaryOp::pow_scalar, x, e, "pow_scalar");
+}
 Tensor neg(const Tensor& x) { return unary_op(UnaryOp::neg, x, 0.0, "neg"); }
 Tensor exp(const Tensor& x) { return unary_op(UnaryOp::exp, x, 0.0, "exp"); }
 Tensor log(const Tensor& x) { return unary_op(UnaryOp::log, x, 0.0, "log"); }
@@ -145,8 +150,9 @@ Tensor tanh(const Tensor& x) { return unary_op(UnaryOp::tanh, x, 0.0, "tanh"); }
 Tensor relu(const Tensor& x) { return unary_op(UnaryOp::relu, x, 0.0, "relu"); }
 
 Tensor gelu(const Tensor& x, GeluApproximation approximation) {
-  return approximation == GeluApproximation::tanh ? unary_op(UnaryOp::gelu_tanh, x, 0.0, "gelu_tanh")
-                                                  : unary_op(UnaryOp::gelu_erf, x, 0.0, "gelu_erf");
+  return approximation == GeluApproximation::tanh
+             ? unary_op(UnaryOp::gelu_tanh, x, 0.0, "gelu_tanh")
+             : unary_op(UnaryOp::gelu_erf, x, 0.0, "gelu_erf");
 }
 
 }  // namespace relpos

@@ -32,19 +32,19 @@ Tensor cross_entropy_rows(const Tensor& logits, const Tensor& targets, std::int6
   Tensor t = targets.contiguous();          // (rows)
   const std::int64_t rows = t.numel();
   Tensor loss = Tensor::empty(targets.shape(), logits.dtype(), logits.device());  // (rows)
-  Tensor lse = Tensor::empty({rows}, logits.dtype(), logits.device());           // (rows)
+  Tensor lse = Tensor::empty({rows}, logits.dtype(), logits.device());            // (rows)
   if (rows > 0) backend_of(loss).cross_entropy(x, t, ignore_index, loss, lse);
   if (Tape::should_record({&logits})) {
-    Tape::current().record(
-        "cross_entropy", {logits}, loss,
-        [x, t, lse, ignore_index](const Tensor& grad) {
-          Tensor g = grad.contiguous();
-          Tensor grad_logits = Tensor::empty(x.shape(), x.dtype(), x.device());
-          if (grad_logits.numel() > 0)
-            backend_of(x).cross_entropy_backward(x, t, ignore_index, lse, g, grad_logits);
-          return std::vector<Tensor>{grad_logits};
-        },
-        {x, t});
+    Tape::current().record("cross_entropy", {logits}, loss,
+                           [x, t, lse, ignore_index](const Tensor& grad) {
+                             Tensor g = grad.contiguous();
+                             Tensor grad_logits = Tensor::empty(x.shape(), x.dtype(), x.device());
+                             if (grad_logits.numel() > 0)
+                               backend_of(x).cross_entropy_backward(x, t, ignore_index, lse, g,
+                                                                    grad_logits);
+                             return std::vector<Tensor>{grad_logits};
+                           },
+                           {x, t});
   }
   return loss;
 }
@@ -54,24 +54,26 @@ Tensor cross_entropy_rows(const Tensor& logits, const Tensor& targets, std::int6
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, std::int64_t ignore_index,
                      Reduction reduction) {
   check_floating(logits, "cross_entropy");
-  require(logits.dim() >= 1, "cross_entropy: logits must have a class axis, got {}",
-          logits.describe());
-  require(targets.defined() && targets.dtype() == DType::i64,
-          "cross_entropy: targets must be an i64 tensor, got {}",
-          targets.defined() ? targets.describe() : std::string("undefined tensor"));
-  require(targets.device() == logits.device(),
-          "cross_entropy: logits {} and targets {} are on different devices", logits.describe(),
-          targets.describe());
+  if (!(logits.dim() >= 1))
+    fail("cross_entropy: logits must have a class axis, got {}", logits.describe());
+  if (!(targets.defined() && targets.dtype() == DType::i64))
+    fail("cross_entropy: targets must be an i64 tensor, got {}",
+         targets.defined() ? targets.describe() : std::string("undefined tensor"));
+  if (!(targets.device() == logits.device()))
+    fail("cross_entropy: logits {} and targets {} are on different devices", logits.describe(),
+         targets.describe());
   const Shape rows_shape(logits.shape().begin(), logits.shape().end() - 1);
-  require(targets.shape() == rows_shape,
-          "cross_entropy: targets shape {} does not match logits shape {} without its last axis",
-          to_string(targets.shape()), to_string(logits.shape()));
+  if (!(targets.shape() == rows_shape))
+    fail("cross_entropy: targets shape {} does not match logits shape {} without its last axis",
+         to_string(targets.shape()), to_string(logits.shape()));
   const std::int64_t valid = count_valid_targets(targets, logits.size(-1), ignore_index);
 
   Tensor loss = cross_entropy_rows(logits, targets, ignore_index);
   switch (reduction) {
-    case Reduction::none: return loss;
-    case Reduction::sum: return sum(loss);
+    case Reduction::none:
+      return loss;
+    case Reduction::sum:
+      return sum(loss);
     default:
       // All targets ignored: the sum is 0, and so is the mean by our convention.
       return valid == 0 ? sum(loss) : mul_scalar(sum(loss), 1.0 / static_cast<double>(valid));

@@ -9,10 +9,11 @@ namespace relpos {
 namespace {
 
 void check_mask(const Tensor& mask, const Tensor& like, const char* op) {
-  require(mask.defined() && mask.dtype() == DType::u8, "{}: mask must be a u8 tensor, got {}", op,
-          mask.defined() ? mask.describe() : std::string("undefined tensor"));
-  require(mask.device() == like.device(), "{}: mask {} and input {} are on different devices", op,
-          mask.describe(), like.describe());
+  if (!(mask.defined() && mask.dtype() == DType::u8))
+    fail("{}: mask must be a u8 tensor, got {}", op,
+         mask.defined() ? mask.describe() : std::string("undefined tensor"));
+  if (!(mask.device() == like.device()))
+    fail("{}: mask {} and input {} are on different devices", op, mask.describe(), like.describe());
 }
 
 }  // namespace
@@ -45,9 +46,9 @@ Tensor where(const Tensor& mask, const Tensor& a, const Tensor& b) {
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
   check_floating(x, "masked_fill");
   check_mask(mask, x, "masked_fill");
-  require(broadcast_shapes(x.shape(), mask.shape(), "masked_fill") == x.shape(),
-          "masked_fill: mask of shape {} cannot be broadcast to the input shape {}",
-          to_string(mask.shape()), to_string(x.shape()));
+  if (!(broadcast_shapes(x.shape(), mask.shape(), "masked_fill") == x.shape()))
+    fail("masked_fill: mask of shape {} cannot be broadcast to the input shape {}",
+         to_string(mask.shape()), to_string(x.shape()));
   return where(mask, Tensor::full({}, value, x.dtype(), x.device()), x);
 }
 

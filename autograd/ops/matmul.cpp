@@ -54,14 +54,15 @@ Shape batch_shape(const Tensor& t) { return Shape(t.shape().begin(), t.shape().e
 
 Tensor matmul_forward(const Tensor& a, const Tensor& b) {
   check_same_kind(a, b, "matmul");
-  require(a.dim() >= 2 && b.dim() >= 2, "matmul: operands must have rank >= 2, got {} and {}",
-          a.describe(), b.describe());
+  if (!(a.dim() >= 2 && b.dim() >= 2))
+    fail("matmul: operands must have rank >= 2, got {} and {}", a.describe(), b.describe());
   const std::int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
-  require(b.size(-2) == k, "matmul: inner dimensions differ: {} @ {} ({} != {})",
-          to_string(a.shape()), to_string(b.shape()), k, b.size(-2));
+  if (!(b.size(-2) == k))
+    fail("matmul: inner dimensions differ: {} @ {} ({} != {})", to_string(a.shape()),
+         to_string(b.shape()), k, b.size(-2));
   const Shape ba = batch_shape(a), bb = batch_shape(b);
-  require(ba == bb || a.dim() == 2 || b.dim() == 2,
-          "matmul: batch shapes differ: {} @ {}", to_string(a.shape()), to_string(b.shape()));
+  if (!(ba == bb || a.dim() == 2 || b.dim() == 2))
+    fail("matmul: batch shapes differ: {} @ {}", to_string(a.shape()), to_string(b.shape()));
   Shape out_shape = a.dim() >= b.dim() ? ba : bb;
   const std::int64_t batch = numel_of(out_shape);
   out_shape.push_back(m);
@@ -78,21 +79,37 @@ Tensor matmul_forward(const Tensor& a, const Tensor& b) {
     GemmOperand oa = as_operand(a);
     if (!oa.transposed && oa.batch_stride == m * oa.ld && oa.ld == k) {
       GemmOperand ob = as_operand(b);
-      g.m = batch * m; g.n = n; g.k = k;
-      g.trans_a = false; g.a = oa.tensor.raw_data(); g.lda = oa.ld;
-      g.trans_b = ob.transposed; g.b = ob.tensor.raw_data(); g.ldb = ob.ld;
-      g.c = out.raw_data(); g.ldc = n;
+      g.m = batch * m;
+      g.n = n;
+      g.k = k;
+      g.trans_a = false;
+      g.a = oa.tensor.raw_data();
+      g.lda = oa.ld;
+      g.trans_b = ob.transposed;
+      g.b = ob.tensor.raw_data();
+      g.ldb = ob.ld;
+      g.c = out.raw_data();
+      g.ldc = n;
       backend_of(out).gemm(g);
       return out;
     }
   }
   GemmOperand oa = as_operand(a), ob = as_operand(b);
-  g.batch = batch; g.m = m; g.n = n; g.k = k;
-  g.trans_a = oa.transposed; g.a = oa.tensor.raw_data(); g.lda = oa.ld;
+  g.batch = batch;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.trans_a = oa.transposed;
+  g.a = oa.tensor.raw_data();
+  g.lda = oa.ld;
   g.stride_a = a.dim() == 2 ? 0 : oa.batch_stride;
-  g.trans_b = ob.transposed; g.b = ob.tensor.raw_data(); g.ldb = ob.ld;
+  g.trans_b = ob.transposed;
+  g.b = ob.tensor.raw_data();
+  g.ldb = ob.ld;
   g.stride_b = b.dim() == 2 ? 0 : ob.batch_stride;
-  g.c = out.raw_data(); g.ldc = n; g.stride_c = m * n;
+  g.c = out.raw_data();
+  g.ldc = n;
+  g.stride_c = m * n;
   backend_of(out).gemm(g);
   return out;
 }
@@ -110,24 +127,26 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   if (Tape::should_record({&a, &b})) {
     Tensor sa = a.detach(), sb = b.detach();
     const bool need_a = a.requires_grad(), need_b = b.requires_grad();
-    Tape::current().record(
-        "matmul", {a, b}, out,
-        [sa, sb, need_a, need_b](const Tensor& g) {
-          Tensor ga, gb;
-          if (need_a) ga = reduce_to_operand(matmul_forward(g, transpose(sb, -1, -2)), sa);
-          if (need_b) {
-            if (sb.dim() == 2 && sa.dim() > 2) {
-              // dB = A^T G with the batch folded into the contraction: (K, B*M) @ (B*M, N).
-              Tensor a2 = reshape(sa, {-1, sa.size(-1)});
-              Tensor g2 = reshape(g, {-1, g.size(-1)});
-              gb = matmul_forward(transpose(a2, 0, 1), g2);
-            } else {
-              gb = reduce_to_operand(matmul_forward(transpose(sa, -1, -2), g), sb);
-            }
-          }
-          return std::vector<Tensor>{ga, gb};
-        },
-        {sa, sb});
+    Tape::current().record("matmul", {a, b}, out,
+                           [sa, sb, need_a, need_b](const Tensor& g) {
+                             Tensor ga, gb;
+                             if (need_a)
+                               ga = reduce_to_operand(matmul_forward(g, transpose(sb, -1, -2)), sa);
+                             if (need_b) {
+                               if (sb.dim() == 2 && sa.dim() > 2) {
+                                 // dB = A^T G with the batch folded into the contraction: (K, B*M)
+                                 // @ (B*M, N).
+                                 Tensor a2 = reshape(sa, {-1, sa.size(-1)});
+                                 Tensor g2 = reshape(g, {-1, g.size(-1)});
+                                 gb = matmul_forward(transpose(a2, 0, 1), g2);
+                               } else {
+                                 gb = reduce_to_operand(matmul_forward(transpose(sa, -1, -2), g),
+                                                        sb);
+                               }
+                             }
+                             return std::vector<Tensor>{ga, gb};
+                           },
+                           {sa, sb});
   }
   return out;
 }

@@ -10,21 +10,22 @@ namespace {
 void check_affine(const Tensor& x, const Tensor& p, const char* what, const char* op) {
   if (!p.defined()) return;
   check_same_kind(x, p, op);
-  require(p.shape() == Shape{x.size(-1)}, "{}: {} has shape {}, expected [{}] for input {}", op,
-          what, to_string(p.shape()), x.size(-1), x.describe());
+  if (!(p.shape() == Shape{x.size(-1)}))
+    fail("{}: {} has shape {}, expected [{}] for input {}", op, what, to_string(p.shape()),
+         x.size(-1), x.describe());
 }
 
 Tensor norm_impl(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps, bool rms,
                  const char* op) {
   check_floating(x, op);
-  require(x.dim() >= 1 && x.size(-1) > 0, "{}: input {} has no elements along its last axis", op,
-          x.describe());
+  if (!(x.dim() >= 1 && x.size(-1) > 0))
+    fail("{}: input {} has no elements along its last axis", op, x.describe());
   require(eps >= 0.0, "{}: eps must be non-negative, got {}", op, eps);
   check_affine(x, gamma, "gamma", op);
   check_affine(x, beta, "beta", op);
   const std::int64_t n = x.size(-1);
   const std::int64_t rows = x.numel() / n;
-  Tensor in = x.contiguous().detach();                         // (rows, n)
+  Tensor in = x.contiguous().detach();                                  // (rows, n)
   Tensor g = gamma.defined() ? gamma.contiguous().detach() : Tensor();  // (n)
   Tensor b = beta.defined() ? beta.contiguous().detach() : Tensor();    // (n)
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());           // (rows, n)

@@ -54,8 +54,8 @@ ReducePlan plan_reduction(const Tensor& x, std::vector<std::int64_t> axes, bool 
   return plan;
 }
 
-Tensor sum_impl(const Tensor& x, const std::vector<std::int64_t>& axes, bool keepdim,
-                double scale, const char* op) {
+Tensor sum_impl(const Tensor& x, const std::vector<std::int64_t>& axes, bool keepdim, double scale,
+                const char* op) {
   check_floating(x, op);
   ReducePlan plan = plan_reduction(x, axes, keepdim, op);
   Tensor out = Tensor::empty(plan.out_shape, x.dtype(), x.device());

@@ -32,9 +32,9 @@ Tensor gather_op(RelativeGather kind, const Tensor& src, const Shape& out_shape,
 
 Tensor distance_expand(const Tensor& bias, std::int64_t q_len, std::int64_t k_len) {
   check_floating(bias, "distance_expand");
-  require(bias.dim() == 2 && bias.size(1) == q_len + k_len - 1,
-          "distance_expand: bias {} must be (H, Lq+Lk-1) = (H, {}) for Lq={} Lk={}",
-          bias.describe(), q_len + k_len - 1, q_len, k_len);
+  if (!(bias.dim() == 2 && bias.size(1) == q_len + k_len - 1))
+    fail("distance_expand: bias {} must be (H, Lq+Lk-1) = (H, {}) for Lq={} Lk={}", bias.describe(),
+         q_len + k_len - 1, q_len, k_len);
   const std::int64_t heads = bias.size(0);
   return gather_op(RelativeGather::distance, bias, {heads, q_len, k_len},
                    {heads * q_len, q_len, k_len, 0}, "distance_expand");
@@ -42,21 +42,21 @@ Tensor distance_expand(const Tensor& bias, std::int64_t q_len, std::int64_t k_le
 
 Tensor clipped_gather(const Tensor& logits, std::int64_t k_len, std::int64_t clip) {
   check_floating(logits, "clipped_gather");
-  require(logits.dim() >= 2 && logits.size(-1) == 2 * clip + 1 && clip >= 0,
-          "clipped_gather: logits {} must end in 2k+1 = {} columns", logits.describe(),
-          2 * clip + 1);
+  if (!(logits.dim() >= 2 && logits.size(-1) == 2 * clip + 1 && clip >= 0))
+    fail("clipped_gather: logits {} must end in 2k+1 = {} columns", logits.describe(),
+         2 * clip + 1);
   const std::int64_t q_len = logits.size(-2);
   require(k_len >= q_len, "clipped_gather: Lk={} < Lq={}", k_len, q_len);
   Shape out_shape = logits.shape();
   out_shape.back() = k_len;
-  return gather_op(RelativeGather::clipped, logits, out_shape,
-                   rows_of(logits, q_len, k_len, clip), "clipped_gather");
+  return gather_op(RelativeGather::clipped, logits, out_shape, rows_of(logits, q_len, k_len, clip),
+                   "clipped_gather");
 }
 
 Tensor clipped_bin(const Tensor& probs, std::int64_t clip) {
   check_floating(probs, "clipped_bin");
-  require(probs.dim() >= 2 && clip >= 0, "clipped_bin: bad input {} for k={}", probs.describe(),
-          clip);
+  if (!(probs.dim() >= 2 && clip >= 0))
+    fail("clipped_bin: bad input {} for k={}", probs.describe(), clip);
   const std::int64_t q_len = probs.size(-2), k_len = probs.size(-1);
   require(k_len >= q_len, "clipped_bin: Lk={} < Lq={}", k_len, q_len);
   const RelativeShape shape = rows_of(probs, q_len, k_len, clip);
@@ -78,24 +78,25 @@ Tensor clipped_bin(const Tensor& probs, std::int64_t clip) {
 
 Tensor rel_shift(const Tensor& raw) {
   check_floating(raw, "rel_shift");
-  require(raw.dim() >= 2, "rel_shift: input {} must have rank >= 2", raw.describe());
+  if (!(raw.dim() >= 2)) fail("rel_shift: input {} must have rank >= 2", raw.describe());
   const std::int64_t q_len = raw.size(-2), k_len = raw.size(-1);
-  require(k_len >= q_len, "rel_shift: Lk={} < Lq={} in {}", k_len, q_len, raw.describe());
+  if (!(k_len >= q_len)) fail("rel_shift: Lk={} < Lq={} in {}", k_len, q_len, raw.describe());
   return gather_op(RelativeGather::shifted, raw, raw.shape(), rows_of(raw, q_len, k_len, 0),
                    "rel_shift");
 }
 
 Tensor bucket_gather(const Tensor& table, const Tensor& buckets) {
   check_floating(table, "bucket_gather");
-  require(table.dim() == 2, "bucket_gather: table {} must be (num_buckets, H)", table.describe());
-  require(buckets.dtype() == DType::i64 && buckets.dim() == 1,
-          "bucket_gather: buckets {} must be a 1-D i64 tensor", buckets.describe());
+  if (!(table.dim() == 2))
+    fail("bucket_gather: table {} must be (num_buckets, H)", table.describe());
+  if (!(buckets.dtype() == DType::i64 && buckets.dim() == 1))
+    fail("bucket_gather: buckets {} must be a 1-D i64 tensor", buckets.describe());
   Tensor idx = buckets.to(Device::cpu).contiguous();
   const std::int64_t* b = idx.data<std::int64_t>();
   for (std::int64_t n = 0; n < idx.numel(); ++n)
-    require(b[n] >= 0 && b[n] < table.size(0),
-            "bucket_gather: bucket {} at position {} is outside table {}", b[n], n,
-            table.describe());
+    if (!(b[n] >= 0 && b[n] < table.size(0)))
+      fail("bucket_gather: bucket {} at position {} is outside table {}", b[n], n,
+           table.describe());
   Tensor in = table.contiguous();
   Tensor device_idx = buckets.contiguous();
   Tensor out = Tensor::empty({table.size(1), buckets.numel()}, table.dtype(), table.device());
@@ -105,8 +106,7 @@ Tensor bucket_gather(const Tensor& table, const Tensor& buckets) {
     Tape::current().record("bucket_gather", {table}, out,
                            [device_idx, table_shape](const Tensor& g) {
                              Tensor grad = Tensor::empty(table_shape, g.dtype(), g.device());
-                             backend_of(g).bucket_gather_backward(g.contiguous(), device_idx,
-                                                                  grad);
+                             backend_of(g).bucket_gather_backward(g.contiguous(), device_idx, grad);
                              return std::vector<Tensor>{grad};
                            });
   }
@@ -115,8 +115,8 @@ Tensor bucket_gather(const Tensor& table, const Tensor& buckets) {
 
 Tensor relative_softmax(const Tensor& scores, const RelativeTerms& terms) {
   check_floating(scores, "relative_softmax");
-  require(scores.dim() == 4, "relative_softmax: scores {} must be (B, H, Lq, Lk)",
-          scores.describe());
+  if (!(scores.dim() == 4))
+    fail("relative_softmax: scores {} must be (B, H, Lq, Lk)", scores.describe());
   const std::int64_t batch = scores.size(0), heads = scores.size(1);
   const std::int64_t q_len = scores.size(2), k_len = scores.size(3);
   require(k_len >= q_len, "relative_softmax: Lk={} < Lq={}", k_len, q_len);
@@ -129,23 +129,23 @@ Tensor relative_softmax(const Tensor& scores, const RelativeTerms& terms) {
   args.causal = terms.causal;
   if (terms.distance_bias.defined()) {
     check_same_kind(scores, terms.distance_bias, "relative_softmax");
-    require(terms.distance_bias.shape() == Shape{heads, q_len + k_len - 1},
-            "relative_softmax: distance bias {} must be (H, Lq+Lk-1) = ({}, {})",
-            terms.distance_bias.describe(), heads, q_len + k_len - 1);
+    if (!(terms.distance_bias.shape() == Shape{heads, q_len + k_len - 1}))
+      fail("relative_softmax: distance bias {} must be (H, Lq+Lk-1) = ({}, {})",
+           terms.distance_bias.describe(), heads, q_len + k_len - 1);
     args.distance_bias = terms.distance_bias.contiguous();
   }
   if (terms.clipped.defined()) {
     check_same_kind(scores, terms.clipped, "relative_softmax");
-    require(terms.clipped.shape() == Shape{batch, heads, q_len, 2 * terms.clip + 1},
-            "relative_softmax: clipped logits {} must be (B, H, Lq, 2k+1) with k={}",
-            terms.clipped.describe(), terms.clip);
+    if (!(terms.clipped.shape() == Shape{batch, heads, q_len, 2 * terms.clip + 1}))
+      fail("relative_softmax: clipped logits {} must be (B, H, Lq, 2k+1) with k={}",
+           terms.clipped.describe(), terms.clip);
     args.clipped = terms.clipped.contiguous();
   }
   if (terms.shifted.defined()) {
     check_same_kind(scores, terms.shifted, "relative_softmax");
-    require(terms.shifted.shape() == scores.shape(),
-            "relative_softmax: shifted logits {} must match scores {}", terms.shifted.describe(),
-            scores.describe());
+    if (!(terms.shifted.shape() == scores.shape()))
+      fail("relative_softmax: shifted logits {} must match scores {}", terms.shifted.describe(),
+           scores.describe());
     args.shifted = terms.shifted.contiguous();
   }
   Tensor probs = Tensor::empty(scores.shape(), scores.dtype(), scores.device());

@@ -14,20 +14,21 @@ Shape infer_shape(const Tensor& x, Shape shape) {
   std::int64_t known = 1, unknown = -1;
   for (std::size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == -1) {
-      require(unknown < 0, "reshape: more than one -1 in {}", to_string(shape));
+      if (!(unknown < 0)) fail("reshape: more than one -1 in {}", to_string(shape));
       unknown = static_cast<std::int64_t>(i);
     } else {
-      require(shape[i] >= 0, "reshape: negative size in {}", to_string(shape));
+      if (!(shape[i] >= 0)) fail("reshape: negative size in {}", to_string(shape));
       known *= shape[i];
     }
   }
   if (unknown >= 0) {
-    require(known > 0 && x.numel() % known == 0, "reshape: cannot reshape {} to {}",
-            x.describe(), to_string(shape));
+    if (!(known > 0 && x.numel() % known == 0))
+      fail("reshape: cannot reshape {} to {}", x.describe(), to_string(shape));
     shape[unknown] = x.numel() / known;
   }
-  require(numel_of(shape) == x.numel(), "reshape: cannot reshape {} ({} elements) to {}",
-          x.describe(), x.numel(), to_string(shape));
+  if (!(numel_of(shape) == x.numel()))
+    fail("reshape: cannot reshape {} ({} elements) to {}", x.describe(), x.numel(),
+         to_string(shape));
   return shape;
 }
 
@@ -57,8 +58,8 @@ Tensor reshape(const Tensor& x, const Shape& requested) {
 
 Tensor permute(const Tensor& x, const std::vector<std::int64_t>& order) {
   const std::int64_t rank = x.dim();
-  require(static_cast<std::int64_t>(order.size()) == rank,
-          "permute: order of length {} for tensor {}", order.size(), x.describe());
+  if (!(static_cast<std::int64_t>(order.size()) == rank))
+    fail("permute: order of length {} for tensor {}", order.size(), x.describe());
   std::vector<std::int64_t> axes(order.size());
   std::vector<bool> seen(order.size(), false);
   Shape shape(order.size()), strides(order.size());
@@ -94,11 +95,11 @@ Tensor slice(const Tensor& x, std::int64_t axis, std::int64_t start, std::int64_
   const std::int64_t a = normalize_axis(axis, x.dim(), "slice");
   const std::int64_t size = x.shape()[a];
   require(step > 0, "slice: step must be positive, got {}", step);
-  require(start >= 0 && start <= size, "slice: start {} out of range for axis {} of {}", start,
-          axis, x.describe());
+  if (!(start >= 0 && start <= size))
+    fail("slice: start {} out of range for axis {} of {}", start, axis, x.describe());
   end = std::min(end, size);
-  require(end >= start, "slice: end {} before start {} on axis {} of {}", end, start, axis,
-          x.describe());
+  if (!(end >= start))
+    fail("slice: end {} before start {} on axis {} of {}", end, start, axis, x.describe());
   Shape shape = x.shape(), strides = x.strides();
   shape[a] = (end - start + step - 1) / step;
   strides[a] *= step;
@@ -126,8 +127,9 @@ Tensor concat(const std::vector<Tensor>& xs, std::int64_t axis) {
     bool compatible = t.dim() == first.dim();
     for (std::int64_t i = 0; compatible && i < t.dim(); ++i)
       compatible = i == a || t.shape()[i] == first.shape()[i];
-    require(compatible, "concat: shapes {} and {} differ outside axis {}", to_string(first.shape()),
-            to_string(t.shape()), axis);
+    if (!compatible)
+      fail("concat: shapes {} and {} differ outside axis {}", to_string(first.shape()),
+           to_string(t.shape()), axis);
     shape[a] += t.shape()[a];
   }
   Tensor out = Tensor::empty(shape, first.dtype(), first.device());
@@ -155,12 +157,12 @@ Tensor concat(const std::vector<Tensor>& xs, std::int64_t axis) {
 }
 
 Tensor expand(const Tensor& x, const Shape& shape) {
-  require(shape.size() >= x.shape().size(), "expand: cannot expand {} to fewer axes {}",
-          x.describe(), to_string(shape));
+  if (!(shape.size() >= x.shape().size()))
+    fail("expand: cannot expand {} to fewer axes {}", x.describe(), to_string(shape));
   const std::size_t lead = shape.size() - x.shape().size();
   for (std::size_t i = 0; i < x.shape().size(); ++i)
-    require(x.shape()[i] == shape[lead + i] || x.shape()[i] == 1,
-            "expand: cannot expand {} to {}", x.describe(), to_string(shape));
+    if (!(x.shape()[i] == shape[lead + i] || x.shape()[i] == 1))
+      fail("expand: cannot expand {} to {}", x.describe(), to_string(shape));
   Tensor out = broadcast_view(x, shape);
   if (Tape::should_record({&x})) {
     Shape in_shape = x.shape();
@@ -180,8 +182,8 @@ Tensor unsqueeze(const Tensor& x, std::int64_t axis) {
 
 Tensor squeeze(const Tensor& x, std::int64_t axis) {
   const std::int64_t a = normalize_axis(axis, x.dim(), "squeeze");
-  require(x.shape()[a] == 1, "squeeze: axis {} of {} has size {}, not 1", axis, x.describe(),
-          x.shape()[a]);
+  if (!(x.shape()[a] == 1))
+    fail("squeeze: axis {} of {} has size {}, not 1", axis, x.describe(), x.shape()[a]);
   Shape shape = x.shape();
   shape.erase(shape.begin() + a);
   return reshape(x, shape);

@@ -17,15 +17,15 @@ Tensor softmax_last(const Tensor& x, bool log, const char* name) {
   if (out.numel() > 0) backend_of(out).softmax(in, out, rows, n, log);
   if (Tape::should_record({&x})) {
     Tensor y = out.detach();
-    Tape::current().record(
-        name, {x}, out,
-        [y, rows, n, log](const Tensor& grad) {
-          Tensor g = grad.contiguous();
-          Tensor grad_x = Tensor::empty(y.shape(), y.dtype(), y.device());
-          if (grad_x.numel() > 0) backend_of(y).softmax_backward(y, g, grad_x, rows, n, log);
-          return std::vector<Tensor>{grad_x};
-        },
-        {y});
+    Tape::current().record(name, {x}, out,
+                           [y, rows, n, log](const Tensor& grad) {
+                             Tensor g = grad.contiguous();
+                             Tensor grad_x = Tensor::empty(y.shape(), y.dtype(), y.device());
+                             if (grad_x.numel() > 0)
+                               backend_of(y).softmax_backward(y, g, grad_x, rows, n, log);
+                             return std::vector<Tensor>{grad_x};
+                           },
+                           {y});
   }
   return out;
 }
@@ -41,7 +41,9 @@ Tensor softmax_impl(const Tensor& x, std::int64_t axis, bool log, const char* na
 
 }  // namespace
 
-Tensor softmax(const Tensor& x, std::int64_t axis) { return softmax_impl(x, axis, false, "softmax"); }
+Tensor softmax(const Tensor& x, std::int64_t axis) {
+  return softmax_impl(x, axis, false, "softmax");
+}
 
 Tensor log_softmax(const Tensor& x, std::int64_t axis) {
   return softmax_impl(x, axis, true, "log_softmax");
