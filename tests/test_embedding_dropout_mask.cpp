@@ -91,7 +91,7 @@ TEST_CASE("embedding rejects out-of-range indices", "[embedding]") {
 
 // ---- dropout ----
 
-TEST_CASE("dropout rejects p outside [0, 1)", "[dropout]") {
+TEST_CASE("dropout rejects p outside the interval 0 <= p < 1", "[dropout]") {
   Tensor x = Tensor::ones({4});
   for (double p : {-0.1, 1.0, 1.5, std::nan("")})
     REQUIRE_THROWS_WITH(dropout(x, p, 1, 0, true), Catch::Contains("dropout: p"));

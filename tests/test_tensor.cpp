@@ -1,5 +1,8 @@
 // Tensor storage, views, copies and version counting.
 #include <catch2/catch.hpp>
+#if RELPOS_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
 
 #include "autograd/error.h"
 #include "autograd/ops/shape.h"
@@ -76,7 +79,11 @@ TEST_CASE("cuda device is refused cleanly without a CUDA build or device", "[ten
 #if !RELPOS_HAVE_CUDA
   REQUIRE_THROWS_WITH(Tensor::zeros({2}, DType::f32, Device::cuda), Catch::Contains("without CUDA"));
 #else
-  SUCCEED("CUDA build: device behaviour is covered by the [cuda] tests");
+  // A CUDA build on a machine without a GPU refuses the device with a clear error.
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0)
+    REQUIRE_THROWS_WITH(Tensor::zeros({2}, DType::f32, Device::cuda),
+                        Catch::Contains("no CUDA device"));
 #endif
 }
 

@@ -4,11 +4,29 @@
 #include <cuda_runtime_api.h>
 
 #include "autograd/cuda/check.h"
+#include "autograd/error.h"
 
 namespace relpos {
+namespace {
+
+// A CUDA build on a machine without a usable GPU: a user error, said plainly.
+void require_usable_device() {
+  int devices = 0;
+  const cudaError_t status = cudaGetDeviceCount(&devices);
+  if (status != cudaSuccess) {
+    cudaGetLastError();  // clear it
+    fail("device 'cuda' requested, but no CUDA device is usable ({})", cudaGetErrorString(status));
+  }
+  require(devices > 0, "device 'cuda' requested, but no CUDA device was found");
+}
+
+}  // namespace
 
 CudaBackend& cuda_backend() {
   static CudaBackend instance;
+  // Checked on the first call; a failed check throws and is repeated next time.
+  static const bool device_checked = (require_usable_device(), true);
+  (void)device_checked;
   return instance;
 }
 

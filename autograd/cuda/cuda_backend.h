@@ -75,6 +75,18 @@ class CudaBackend final : public Backend {
   void dropout_mask(std::uint64_t seed, std::uint64_t offset, double p,
                     const Tensor& mask) override;
 
+  void relative_gather(RelativeGather kind, const Tensor& src, const Tensor& out,
+                       const RelativeShape& shape) override;
+  void relative_scatter(RelativeGather kind, const Tensor& grad_out, const Tensor& grad_src,
+                        const RelativeShape& shape) override;
+  void bucket_gather(const Tensor& table, const Tensor& buckets, const Tensor& out) override;
+  void bucket_gather_backward(const Tensor& grad_out, const Tensor& buckets,
+                              const Tensor& grad_table) override;
+  void relative_softmax(const RelativeSoftmaxArgs& args, const Tensor& probs) override;
+  void relative_softmax_backward(const RelativeSoftmaxArgs& args, const Tensor& probs,
+                                 const Tensor& grad_probs,
+                                 const RelativeSoftmaxGrads& grads) override;
+
  private:
   bool allow_tf32_ = false;
 };

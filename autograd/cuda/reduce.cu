@@ -1,7 +1,9 @@
 // Reductions over the middle axis of (outer, n, inner) on the GPU, in a fixed
-// order with no atomics. inner == 1 (the rows case that ops produce): one warp
-// per output, lanes stride the row, then a fixed shuffle tree. inner > 1: one
-// thread per output, walking n in index order as the CPU does.
+// order with no atomics. inner == 1: one warp per output, lanes stride the row,
+// then a fixed shuffle tree. inner > 1: the columns are summed in chunks of
+// kChunkRows rows, one thread per (outer, chunk, column) adding its rows in
+// order, then one thread per output adding the chunk sums in order; max walks n
+// in index order with one thread per output, as the CPU does.
 #include <cmath>
 #include <cstdint>
 
@@ -24,22 +26,38 @@ __global__ void sum_rows_kernel(const T* x, T* out, std::int64_t rows, std::int6
   }
 }
 
+constexpr std::int64_t kChunkRows = 64;
+
+// out (outer, chunks, inner)[o, c, i] = the sum of x (outer, n, inner)[o, r, i]
+// over the rows r of chunk c, [c * chunk_rows, min(n, (c + 1) * chunk_rows)), in
+// row order.
 template <class T>
-__global__ void sum_columns_kernel(const T* x, T* out, std::int64_t outer, std::int64_t n,
-                                   std::int64_t inner) {
-  for (std::int64_t e = cuda::thread_index(); e < outer * inner; e += cuda::thread_count()) {
-    const std::int64_t o = e / inner, i = e % inner;
+__global__ void sum_column_chunks_kernel(const T* x, T* out, std::int64_t outer, std::int64_t n,
+                                         std::int64_t inner, std::int64_t chunks,
+                                         std::int64_t chunk_rows) {
+  for (std::int64_t e = cuda::thread_index(); e < outer * chunks * inner;
+       e += cuda::thread_count()) {
+    const std::int64_t i = e % inner, c = (e / inner) % chunks, o = e / (inner * chunks);
+    const std::int64_t first = c * chunk_rows;
+    const std::int64_t last = first + chunk_rows < n ? first + chunk_rows : n;
     const T* src = x + o * n * inner + i;  // (n) with stride inner
     T acc = T(0);
-    for (std::int64_t r = 0; r < n; ++r) acc += src[r * inner];
+    for (std::int64_t r = first; r < last; ++r) acc += src[r * inner];
     out[e] = acc;
   }
 }
 
-// The CPU's rule: start from x[0] and move only to a strictly larger element, so
-// ties keep the first index and NaN is never chosen unless it is x[0]. Lanes keep
-// their best non-NaN candidate (value, index), index n meaning none; the tree
-// prefers the larger value, then the smaller index.
+// The CPU's rule: the first NaN wins; otherwise the first index of the largest
+// value. Lanes keep their best candidate (value, index), index n meaning none
+// yet; the tree keeps NaN over numbers, then the larger value, then the smaller
+// index. A row of -inf only finds nothing above -inf and reports element 0.
+template <class T>
+__device__ bool better_max(T value, std::int64_t index, T best, std::int64_t best_index) {
+  const bool nan = value != value, best_nan = best != best;
+  if (nan || best_nan) return nan && (!best_nan || index < best_index);
+  return value > best || (value == best && index < best_index);
+}
+
 template <class T>
 __global__ void max_rows_kernel(const T* x, T* out, std::int64_t* argmax, std::int64_t rows,
                                 std::int64_t n) {
@@ -48,7 +66,7 @@ __global__ void max_rows_kernel(const T* x, T* out, std::int64_t* argmax, std::i
     T best = T(-INFINITY);
     std::int64_t where = n;
     for (std::int64_t j = cuda::lane_index(); j < n; j += cuda::kWarp) {
-      if (row[j] > best) {
+      if (better_max(row[j], j, best, where)) {
         best = row[j];
         where = j;
       }
@@ -56,16 +74,14 @@ __global__ void max_rows_kernel(const T* x, T* out, std::int64_t* argmax, std::i
     for (int delta = cuda::kWarp / 2; delta > 0; delta /= 2) {
       const T other = __shfl_xor_sync(cuda::kFullMask, best, delta);
       const std::int64_t other_where = __shfl_xor_sync(cuda::kFullMask, where, delta);
-      if (other > best || (other == best && other_where < where)) {
+      if (better_max(other, other_where, best, where)) {
         best = other;
         where = other_where;
       }
     }
     if (cuda::lane_index() == 0) {
-      const T first = row[0];
-      const bool keep_first = where == n || first != first;  // nothing above -inf, or NaN first
-      out[r] = keep_first ? first : best;
-      argmax[r] = keep_first ? 0 : where;
+      out[r] = where == n ? row[0] : best;
+      argmax[r] = where == n ? 0 : where;
     }
   }
 }
@@ -78,8 +94,8 @@ __global__ void max_columns_kernel(const T* x, T* out, std::int64_t* argmax, std
     const T* src = x + o * n * inner + i;  // (n) with stride inner
     T best = src[0];
     std::int64_t where = 0;
-    for (std::int64_t r = 1; r < n; ++r) {
-      if (src[r * inner] > best) {
+    for (std::int64_t r = 1; r < n && best == best; ++r) {  // NaN wins, as on the CPU
+      if (src[r * inner] > best || src[r * inner] != src[r * inner]) {
         best = src[r * inner];
         where = r;
       }
@@ -112,9 +128,17 @@ void CudaBackend::sum_axis(const Tensor& x, std::int64_t outer, std::int64_t n,
           x.data<T>(), out.data<T>(), outer, n);
       RELPOS_CUDA_CHECK_LAUNCH("sum_rows_kernel");
     } else {
-      sum_columns_kernel<T><<<cuda::blocks_for(outer * inner), cuda::kThreads>>>(
-          x.data<T>(), out.data<T>(), outer, n, inner);
-      RELPOS_CUDA_CHECK_LAUNCH("sum_columns_kernel");
+      // Chunk sums, then, when there is more than one chunk, the sum of the chunks.
+      const std::int64_t chunks = n <= kChunkRows ? 1 : (n + kChunkRows - 1) / kChunkRows;
+      const Tensor partial =
+          chunks == 1 ? out : Tensor::empty({outer, chunks, inner}, x.dtype(), Device::cuda);
+      sum_column_chunks_kernel<T><<<cuda::blocks_for(outer * chunks * inner), cuda::kThreads>>>(
+          x.data<T>(), partial.data<T>(), outer, n, inner, chunks, kChunkRows);
+      RELPOS_CUDA_CHECK_LAUNCH("sum_column_chunks_kernel");
+      if (chunks == 1) return;
+      sum_column_chunks_kernel<T><<<cuda::blocks_for(outer * inner), cuda::kThreads>>>(
+          partial.data<T>(), out.data<T>(), outer, chunks, inner, 1, chunks);
+      RELPOS_CUDA_CHECK_LAUNCH("sum_column_chunks_kernel");
     }
   });
 }
