@@ -3,8 +3,10 @@
 // order, so gradients are deterministic.
 #include <algorithm>
 #include <cstring>
+#include <numeric>
 #include <vector>
 
+#include "autograd/cpu/clipped_ranges.h"
 #include "autograd/cpu/cpu_backend.h"
 #include "autograd/cpu/parallel.h"
 
@@ -27,8 +29,10 @@ void gather_typed(RelativeGather kind, const T* src, T* out, const RelativeShape
       }
       case RelativeGather::clipped: {
         const T* row = src + r * width;  // (rows, 2k+1)
-        const std::int64_t qpos = lk - lq + i;
-        for (std::int64_t j = 0; j < lk; ++j) o[j] = row[std::clamp(j - qpos, -k, k) + k];
+        const cpu::ClippedRanges c = cpu::clipped_ranges(lk - lq + i, k, lk);
+        std::fill(o, o + c.left_end, row[0]);
+        for (std::int64_t j = c.left_end; j < c.band_end; ++j) o[j] = row[j + c.band_offset];
+        std::fill(o + c.band_end, o + lk, row[2 * k]);
         break;
       }
       case RelativeGather::shifted: {
@@ -66,9 +70,11 @@ void scatter_typed(RelativeGather kind, const T* grad, T* out, const RelativeSha
     const T* g = grad + r * lk;
     if (kind == RelativeGather::clipped) {
       T* o = out + r * width;
-      const std::int64_t qpos = lk - lq + i;
+      const cpu::ClippedRanges c = cpu::clipped_ranges(lk - lq + i, k, lk);
       std::fill(o, o + width, T(0));
-      for (std::int64_t j = 0; j < lk; ++j) o[std::clamp(j - qpos, -k, k) + k] += g[j];
+      o[0] = std::accumulate(g, g + c.left_end, T(0));
+      for (std::int64_t j = c.left_end; j < c.band_end; ++j) o[j + c.band_offset] += g[j];
+      o[2 * k] += std::accumulate(g + c.band_end, g + lk, T(0));
     } else {
       T* o = out + r * lk;
       const std::int64_t offset = lq - 1 - i;

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <vector>
 
+#include "autograd/cpu/clipped_ranges.h"
 #include "autograd/cpu/cpu_backend.h"
 #include "autograd/cpu/parallel.h"
 
@@ -52,9 +54,12 @@ void forward_typed(const RelativeSoftmaxArgs& a, const Tensor& probs) {
     }
     if (clipped) {
       const T* c = clipped + r * width;
-      const std::int64_t qpos = lk - s.q_len + g.i;
-      for (std::int64_t j = 0; j < g.limit; ++j)
-        p[j] += term_scale * c[std::clamp(j - qpos, -k, k) + k];
+      const cpu::ClippedRanges cr = cpu::clipped_ranges(lk - s.q_len + g.i, k, g.limit);
+      const T left = term_scale * c[0], right = term_scale * c[2 * k];
+      for (std::int64_t j = 0; j < cr.left_end; ++j) p[j] += left;
+      for (std::int64_t j = cr.left_end; j < cr.band_end; ++j)
+        p[j] += term_scale * c[j + cr.band_offset];
+      for (std::int64_t j = cr.band_end; j < g.limit; ++j) p[j] += right;
     }
     if (shifted) {
       const T* x = shifted + r * lk + g.offset;
@@ -102,10 +107,12 @@ void backward_typed(const RelativeSoftmaxArgs& a, const Tensor& probs, const Ten
     std::fill(d + g.limit, d + lk, T(0));
     if (d_clipped) {
       T* c = d_clipped + r * width;
-      const std::int64_t qpos = lk - s.q_len + g.i;
+      const cpu::ClippedRanges cr = cpu::clipped_ranges(lk - s.q_len + g.i, k, g.limit);
       std::fill(c, c + width, T(0));
-      for (std::int64_t j = 0; j < g.limit; ++j)
-        c[std::clamp(j - qpos, -k, k) + k] += term_scale * d[j];
+      c[0] = term_scale * std::accumulate(d, d + cr.left_end, T(0));
+      for (std::int64_t j = cr.left_end; j < cr.band_end; ++j)
+        c[j + cr.band_offset] += term_scale * d[j];
+      c[2 * k] += term_scale * std::accumulate(d + cr.band_end, d + g.limit, T(0));
     }
     if (d_shifted) {
       T* x = d_shifted + r * lk;
