@@ -3,12 +3,10 @@
 #include <catch2/catch.hpp>
 
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <numbers>
@@ -19,6 +17,7 @@
 
 #include "autograd/error.h"
 #include "tests/fixture.h"
+#include "tests/test_files.h"
 #include "train/ablation.h"
 #include "train/checkpoint.h"
 #include "train/evaluate.h"
@@ -26,30 +25,10 @@
 
 using namespace relpos;
 namespace fs = std::filesystem;
+using testing::slurp;
+using testing::TempDir;
 
 namespace {
-
-struct Sandbox {
-  fs::path dir;
-  explicit Sandbox(const std::string& name)
-      : dir(fs::temp_directory_path() /
-            ("relpos_ablation_" + name + "_" + std::to_string(::getpid()))) {
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~Sandbox() { fs::remove_all(dir); }
-  fs::path write(const std::string& name, const std::string& text) const {
-    std::ofstream(dir / name) << text;
-    return dir / name;
-  }
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::vector<std::string> split(const std::string& text, char separator) {
   std::vector<std::string> out;
@@ -123,19 +102,19 @@ std::string tiny_sweep(const fs::path& out, const std::string& steps = "4",
       steps, out.string(), lengths);
 }
 
-AblationSweep write_tiny_sweep(const Sandbox& box, const std::string& steps = "4",
+AblationSweep write_tiny_sweep(const TempDir& box, const std::string& steps = "4",
                                const std::string& lengths = "[32]") {
   box.write("tiny.yaml", kTinyConfig);
   box.write("t5.yaml", "model: {position: {scheme: t5, num_buckets: 8, max_distance: 16}}\n");
-  return load_sweep(box.write("sweep.yaml", tiny_sweep(box.dir / "out", steps, lengths)));
+  return load_sweep(box.write("sweep.yaml", tiny_sweep(box.path() / "out", steps, lengths)));
 }
 
 }  // namespace
 
 TEST_CASE("ablation: a tiny sweep trains every variant and reports checked values", "[ablation]") {
-  Sandbox box("sweep");
+  TempDir box("ablation_sweep");
   const AblationSweep sweep = write_tiny_sweep(box);
-  const fs::path out = box.dir / "out";
+  const fs::path out = box.path() / "out";
   std::ostringstream log;
   const std::vector<VariantResult> results = run_sweep(sweep, log);
   for (const std::string name : {"none", "t5", "learned"}) {
@@ -213,9 +192,9 @@ TEST_CASE("ablation: a tiny sweep trains every variant and reports checked value
 }
 
 TEST_CASE("ablation: a rerun skips finished variants and resumes interrupted ones", "[ablation]") {
-  Sandbox box("rerun");
+  TempDir box("ablation_rerun");
   const AblationSweep sweep = write_tiny_sweep(box);
-  const fs::path out = box.dir / "out";
+  const fs::path out = box.path() / "out";
   std::ostringstream first;
   run_sweep(sweep, first);
   const std::string csv = slurp(out / "results.csv");
@@ -257,7 +236,7 @@ TEST_CASE("ablation: a rerun skips finished variants and resumes interrupted one
   const auto old_rows = [&] {
     std::vector<std::string> h;
     box.write("old.csv", csv);
-    return read_csv(box.dir / "old.csv", h);
+    return read_csv(box.path() / "old.csv", h);
   }();
   REQUIRE(rows[1].at("final_val_loss") == old_rows[1].at("final_val_loss"));
   REQUIRE(rows[1].at("loss_at_32") == old_rows[1].at("loss_at_32"));
@@ -292,7 +271,7 @@ TEST_CASE("ablation: a rerun skips finished variants and resumes interrupted one
 }
 
 TEST_CASE("ablation: sweep-file errors name the file, line and key", "[ablation]") {
-  Sandbox box("errors");
+  TempDir box("ablation_errors");
   box.write("tiny.yaml", kTinyConfig);
   const auto error_of = [&](const std::string& text) -> std::string {
     const fs::path file = box.write("bad.yaml", text);
@@ -303,7 +282,7 @@ TEST_CASE("ablation: sweep-file errors name the file, line and key", "[ablation]
     }
     return "no error";
   };
-  const std::string out = "out_dir: " + (box.dir / "out").string() + "\n";
+  const std::string out = "out_dir: " + (box.path() / "out").string() + "\n";
   const std::string one = "variants:\n  - name: a\n";
 
   CHECK_THAT(error_of("base: [tiny.yaml]\n" + out + "variant:\n  - name: a\n"),
@@ -334,7 +313,7 @@ TEST_CASE("ablation: sweep-file errors name the file, line and key", "[ablation]
   CHECK_THAT(error_of("base: [tiny.yaml\n"),
              Catch::Contains("bad.yaml:") && Catch::Contains("invalid YAML"));
   CHECK_THAT(error_of(""), Catch::Contains("expected a mapping"));
-  REQUIRE_THROWS_WITH(load_sweep(box.dir / "absent.yaml"),
+  REQUIRE_THROWS_WITH(load_sweep(box.path() / "absent.yaml"),
                       Catch::Contains("absent.yaml") && Catch::Contains("cannot open"));
 
   // An invalid override in the last variant fails before any variant trains.
@@ -347,27 +326,28 @@ TEST_CASE("ablation: sweep-file errors name the file, line and key", "[ablation]
       error_of("base: [tiny.yaml]\n" + out +
                "variants:\n  - name: good\n  - name: odd\n    overrides: [model.d_model=15]\n"),
       Catch::Contains("variant 'odd'") && Catch::Contains("divisible"));
-  REQUIRE_FALSE(fs::exists(box.dir / "out"));
+  REQUIRE_FALSE(fs::exists(box.path() / "out"));
 }
 
 TEST_CASE("ablation: the CLI checks a sweep with --dry-run and reports errors in one line",
           "[ablation][cli]") {
-  Sandbox box("cli");
+  TempDir box("ablation_cli");
   const AblationSweep sweep = write_tiny_sweep(box);
   const auto run = [&](const std::string& args, std::string& out, std::string& err) {
     const std::string cmd = std::string(RELPOS_CLI) + " ablate " + args + " > " +
-                            (box.dir / "stdout").string() + " 2> " + (box.dir / "stderr").string();
+                            (box.path() / "stdout").string() + " 2> " +
+                            (box.path() / "stderr").string();
     const int status = std::system(cmd.c_str());
-    out = slurp(box.dir / "stdout");
-    err = slurp(box.dir / "stderr");
+    out = slurp(box.path() / "stdout");
+    err = slurp(box.path() / "stderr");
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   };
   std::string out, err;
-  REQUIRE(run("--dry-run " + (box.dir / "sweep.yaml").string(), out, err) == 0);
+  REQUIRE(run("--dry-run " + (box.path() / "sweep.yaml").string(), out, err) == 0);
   REQUIRE(out.find("3 variants are valid") != std::string::npos);
-  REQUIRE_FALSE(fs::exists(box.dir / "out"));
+  REQUIRE_FALSE(fs::exists(box.path() / "out"));
   box.write("bad.yaml", "out_dir: x\nvariants: []\n");
-  REQUIRE(run((box.dir / "bad.yaml").string(), out, err) == 2);
+  REQUIRE(run((box.path() / "bad.yaml").string(), out, err) == 2);
   REQUIRE(err.rfind("relpos: error: ", 0) == 0);
   REQUIRE(err.find("bad.yaml:2: variants: expected a non-empty list") != std::string::npos);
   REQUIRE(std::count(err.begin(), err.end(), '\n') == 1);

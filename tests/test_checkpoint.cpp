@@ -1,9 +1,6 @@
 // HDF5 checkpoints: bit-exact round trips, the on-disk layout, rotation, error
 // paths, atomic replacement, and readability from Python (h5py).
 #include <H5Cpp.h>
-#include <signal.h>
-#include <sys/resource.h>
-#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <cstdio>
@@ -12,31 +9,18 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
-#include <random>
 
 #include "autograd/ops/shape.h"
+#include "tests/test_files.h"
 #include "train/checkpoint.h"
 
 using namespace relpos;
 namespace fs = std::filesystem;
+using testing::FileSizeLimit;
+using testing::slurp;
+using testing::TempDir;
 
 namespace {
-
-// A fresh directory under the system temp dir, removed with everything in it.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::random_device entropy;
-    path = fs::temp_directory_path() /
-           ("relpos_test_checkpoint_" + std::to_string(::getpid()) + "_" +
-            std::to_string(entropy()));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-};
 
 bool same_bits(const Tensor& a, const Tensor& b) {
   if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
@@ -105,33 +89,11 @@ void require_same_checkpoint(const Checkpoint& actual, const Checkpoint& expecte
   REQUIRE(actual.format_version == expected.format_version);
 }
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-// Lowers the process file-size limit so that writes past `bytes` fail with EFBIG.
-struct FileSizeLimit {
-  rlimit saved{};
-  void (*saved_handler)(int) = nullptr;
-  explicit FileSizeLimit(rlim_t bytes) {
-    getrlimit(RLIMIT_FSIZE, &saved);
-    saved_handler = signal(SIGXFSZ, SIG_IGN);
-    rlimit lowered = saved;
-    lowered.rlim_cur = bytes;
-    setrlimit(RLIMIT_FSIZE, &lowered);
-  }
-  ~FileSizeLimit() {
-    setrlimit(RLIMIT_FSIZE, &saved);
-    signal(SIGXFSZ, saved_handler);
-  }
-};
-
 }  // namespace
 
 TEST_CASE("checkpoint round trip is bit-exact", "[checkpoint]") {
-  TempDir dir;
-  const fs::path path = dir.path / "ckpt.h5";
+  TempDir dir("checkpoint");
+  const fs::path path = dir.path() / "ckpt.h5";
   const Checkpoint saved = sample_checkpoint();
   save_checkpoint(path, saved);
   REQUIRE(fs::exists(path));
@@ -153,8 +115,8 @@ TEST_CASE("checkpoint round trip is bit-exact", "[checkpoint]") {
 }
 
 TEST_CASE("checkpoint layout: nested groups, typed datasets, /state attributes", "[checkpoint]") {
-  TempDir dir;
-  const fs::path path = dir.path / "ckpt.h5";
+  TempDir dir("checkpoint");
+  const fs::path path = dir.path() / "ckpt.h5";
   save_checkpoint(path, sample_checkpoint());
 
   const H5::H5File h5(path.string(), H5F_ACC_RDONLY);
@@ -190,50 +152,49 @@ TEST_CASE("checkpoint layout: nested groups, typed datasets, /state attributes",
 }
 
 TEST_CASE("checkpoint_path, latest_checkpoint and keep_last_checkpoints", "[checkpoint]") {
-  TempDir dir;
-  REQUIRE(checkpoint_path(dir.path, 42) == dir.path / "ckpt_00000042.h5");
-  REQUIRE(checkpoint_path(dir.path, 123456789) == dir.path / "ckpt_123456789.h5");
-  REQUIRE_THROWS_WITH(checkpoint_path(dir.path, -1), Catch::Contains("step -1 is negative"));
-  REQUIRE_FALSE(latest_checkpoint(dir.path).has_value());
-  REQUIRE_FALSE(latest_checkpoint(dir.path / "missing").has_value());
+  TempDir dir("checkpoint");
+  REQUIRE(checkpoint_path(dir.path(), 42) == dir.path() / "ckpt_00000042.h5");
+  REQUIRE(checkpoint_path(dir.path(), 123456789) == dir.path() / "ckpt_123456789.h5");
+  REQUIRE_THROWS_WITH(checkpoint_path(dir.path(), -1), Catch::Contains("step -1 is negative"));
+  REQUIRE_FALSE(latest_checkpoint(dir.path()).has_value());
+  REQUIRE_FALSE(latest_checkpoint(dir.path() / "missing").has_value());
 
   // A 9-digit step sorts after 99999999 by number, not by name.
   for (const std::int64_t step : {5, 100, 99999999, 123456789, 10})
-    std::ofstream(checkpoint_path(dir.path, step)) << "x";
-  std::ofstream(dir.path / "notes.txt") << "keep me";
-  std::ofstream(dir.path / "ckpt_00000001.h5.tmp") << "not a checkpoint";
-  std::ofstream(dir.path / "ckpt_1.h5") << "too few digits";
-  REQUIRE(latest_checkpoint(dir.path) == checkpoint_path(dir.path, 123456789));
+    std::ofstream(checkpoint_path(dir.path(), step)) << "x";
+  dir.write("notes.txt", "keep me");
+  dir.write("ckpt_00000001.h5.tmp", "not a checkpoint");
+  dir.write("ckpt_1.h5", "too few digits");
+  REQUIRE(latest_checkpoint(dir.path()) == checkpoint_path(dir.path(), 123456789));
 
-  keep_last_checkpoints(dir.path, 0);
-  REQUIRE(fs::exists(checkpoint_path(dir.path, 5)));
+  keep_last_checkpoints(dir.path(), 0);
+  REQUIRE(fs::exists(checkpoint_path(dir.path(), 5)));
 
-  keep_last_checkpoints(dir.path, 2);
+  keep_last_checkpoints(dir.path(), 2);
   for (const std::int64_t step : {5, 10, 100})
-    REQUIRE_FALSE(fs::exists(checkpoint_path(dir.path, step)));
-  REQUIRE(fs::exists(checkpoint_path(dir.path, 99999999)));
-  REQUIRE(fs::exists(checkpoint_path(dir.path, 123456789)));
-  REQUIRE(fs::exists(dir.path / "notes.txt"));
-  REQUIRE(fs::exists(dir.path / "ckpt_00000001.h5.tmp"));
-  REQUIRE(fs::exists(dir.path / "ckpt_1.h5"));
+    REQUIRE_FALSE(fs::exists(checkpoint_path(dir.path(), step)));
+  REQUIRE(fs::exists(checkpoint_path(dir.path(), 99999999)));
+  REQUIRE(fs::exists(checkpoint_path(dir.path(), 123456789)));
+  REQUIRE(fs::exists(dir.path() / "notes.txt"));
+  REQUIRE(fs::exists(dir.path() / "ckpt_00000001.h5.tmp"));
+  REQUIRE(fs::exists(dir.path() / "ckpt_1.h5"));
 
-  keep_last_checkpoints(dir.path, 5);  // fewer than keep: nothing to delete
-  REQUIRE(fs::exists(checkpoint_path(dir.path, 99999999)));
+  keep_last_checkpoints(dir.path(), 5);  // fewer than keep: nothing to delete
+  REQUIRE(fs::exists(checkpoint_path(dir.path(), 99999999)));
 }
 
 TEST_CASE("load_checkpoint rejects bad files with one clear line", "[checkpoint]") {
-  TempDir dir;
-  const fs::path good = dir.path / "good.h5";
+  TempDir dir("checkpoint");
+  const fs::path good = dir.path() / "good.h5";
   save_checkpoint(good, sample_checkpoint());
 
   SECTION("missing file") {
-    REQUIRE_THROWS_WITH(load_checkpoint(dir.path / "nope.h5"),
+    REQUIRE_THROWS_WITH(load_checkpoint(dir.path() / "nope.h5"),
                         Catch::Contains("nope.h5") && Catch::Contains("no such file"));
   }
   SECTION("a text file named .h5") {
-    std::ofstream(dir.path / "text.h5") << "model:\n  d_model: 64\n";
-    REQUIRE_THROWS_WITH(load_checkpoint(dir.path / "text.h5"),
-                        Catch::Contains("text.h5: not an HDF5 file"));
+    const fs::path text = dir.write("text.h5", "model:\n  d_model: 64\n");
+    REQUIRE_THROWS_WITH(load_checkpoint(text), Catch::Contains("text.h5: not an HDF5 file"));
   }
   SECTION("a checkpoint truncated to half its size") {
     fs::resize_file(good, fs::file_size(good) / 2);
@@ -262,13 +223,13 @@ TEST_CASE("load_checkpoint rejects bad files with one clear line", "[checkpoint]
 }
 
 TEST_CASE("save_checkpoint failures keep what is on disk and leave no .tmp", "[checkpoint]") {
-  TempDir dir;
-  const fs::path path = dir.path / "ckpt.h5";
+  TempDir dir("checkpoint");
+  const fs::path path = dir.path() / "ckpt.h5";
   const Checkpoint previous = sample_checkpoint();
   save_checkpoint(path, previous);
-  const std::string previous_bytes = read_file(path);
+  const std::string previous_bytes = slurp(path);
   const auto require_previous_intact = [&] {
-    REQUIRE(read_file(path) == previous_bytes);
+    REQUIRE(slurp(path) == previous_bytes);
     REQUIRE_FALSE(fs::exists(path.string() + ".tmp"));
     require_same_checkpoint(load_checkpoint(path), previous);
   };
@@ -346,8 +307,8 @@ TEST_CASE("tools/load_checkpoint.py reads a checkpoint with h5py", "[checkpoint]
     WARN("skipped: /usr/bin/python3 with h5py and numpy is not available");
     return;
   }
-  TempDir dir;
-  const fs::path path = dir.path / "ckpt.h5";
+  TempDir dir("checkpoint");
+  const fs::path path = dir.path() / "ckpt.h5";
   Checkpoint c = sample_checkpoint();
   c.params["blocks.0.attn.q.weight"] = f32_tensor({3, 0, 0, 4}, {2, 2});  // L2 norm 5
   save_checkpoint(path, c);
@@ -373,18 +334,15 @@ TEST_CASE("tools/load_checkpoint.py reads a checkpoint with h5py", "[checkpoint]
 
 TEST_CASE("optimizer-wide state without a parameter name round-trips as /optim/<state>",
           "[checkpoint]") {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("relpos_ckpt_optim_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
+  const TempDir dir("checkpoint_optim");
   relpos::Checkpoint c;
   c.params["embed.weight"] = relpos::Tensor::ones({2, 2});
   c.optim["step"] = relpos::Tensor::from_data(std::vector<double>{7}, {}, relpos::DType::i64);
   c.optim["embed.weight/exp_avg"] = relpos::Tensor::full({2, 2}, 0.5);
-  const auto path = dir / "c.h5";
+  const auto path = dir.path() / "c.h5";
   relpos::save_checkpoint(path, c);
   const relpos::Checkpoint back = relpos::load_checkpoint(path);
   REQUIRE(back.optim.size() == 2);
   REQUIRE(back.optim.at("step").item() == 7);
   REQUIRE(back.optim.at("embed.weight/exp_avg").to_vector() == std::vector<double>(4, 0.5));
-  std::filesystem::remove_all(dir);
 }

@@ -3,15 +3,15 @@
 #include <catch2/catch.hpp>
 
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <array>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+
+#include "tests/test_files.h"
 
 namespace fs = std::filesystem;
+using relpos::testing::slurp;
 
 namespace {
 
@@ -20,31 +20,16 @@ struct Result {
   std::string out, err;
 };
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-struct Sandbox {
-  fs::path dir = fs::temp_directory_path() / ("relpos_cli_" + std::to_string(::getpid()));
-  Sandbox() {
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~Sandbox() { fs::remove_all(dir); }
-
-  fs::path write(const std::string& name, const std::string& text) const {
-    std::ofstream(dir / name) << text;
-    return dir / name;
-  }
+// A temp dir that runs the relpos binary with its stdout and stderr captured there.
+struct Sandbox : relpos::testing::TempDir {
+  Sandbox() : TempDir("cli") {}
 
   Result run(const std::string& args) const {
-    const std::string cmd = std::string(RELPOS_CLI) + " " + args + " > " + (dir / "out").string() +
-                            " 2> " + (dir / "err").string();
+    const std::string cmd = std::string(RELPOS_CLI) + " " + args + " > " +
+                            (path() / "out").string() + " 2> " + (path() / "err").string();
     const int status = std::system(cmd.c_str());
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir / "out"), slurp(dir / "err")};
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(path() / "out"),
+            slurp(path() / "err")};
   }
 };
 
@@ -66,7 +51,8 @@ void require_one_line_error(const Result& r, const std::string& needle) {
 
 TEST_CASE("cli: config errors are one line with exit code 2", "[cli]") {
   Sandbox box;
-  require_one_line_error(box.run("train " + (box.dir / "missing.yaml").string()), "missing.yaml");
+  require_one_line_error(box.run("train " + (box.path() / "missing.yaml").string()),
+                         "missing.yaml");
   const auto bad_yaml = box.write("bad.yaml", "model:\n  d_model: [1, 2\n");
   require_one_line_error(box.run("train " + bad_yaml.string()), "bad.yaml:");
   const auto unknown = box.write("unknown.yaml", "model:\n  d_modle: 16\n");
@@ -88,7 +74,7 @@ TEST_CASE("cli: config errors are one line with exit code 2", "[cli]") {
 
 TEST_CASE("cli: checkpoint errors are one line with exit code 2", "[cli]") {
   Sandbox box;
-  require_one_line_error(box.run("eval " + (box.dir / "none.h5").string()), "none.h5");
+  require_one_line_error(box.run("eval " + (box.path() / "none.h5").string()), "none.h5");
   const auto text = box.write("text.h5", "this is not HDF5");
   require_one_line_error(box.run("inspect " + text.string()), "text.h5");
   require_one_line_error(box.run("sample " + text.string() + " --prompt x"), "text.h5");
@@ -97,7 +83,7 @@ TEST_CASE("cli: checkpoint errors are one line with exit code 2", "[cli]") {
 TEST_CASE("cli: train, inspect, eval and sample work on a tiny run; resume keeps files", "[cli]") {
   Sandbox box;
   const auto tiny = box.write("tiny.yaml", kTiny);
-  const std::string out = (box.dir / "run").string();
+  const std::string out = (box.path() / "run").string();
   Result r = box.run("train " + tiny.string() + " train.out_dir=" + out);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);

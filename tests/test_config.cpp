@@ -1,13 +1,10 @@
 // The run configuration: defaults, YAML layers and overrides, error messages,
 // validation, the to_yaml round trip, docs/config.md and the configs/ examples.
-#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <atomic>
 #include <catch2/catch.hpp>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <sstream>
@@ -16,6 +13,7 @@
 
 #include "autograd/error.h"
 #include "tests/fixture.h"
+#include "tests/test_files.h"
 #include "train/config.h"
 
 namespace relpos {
@@ -23,35 +21,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using Catch::Contains;
-
-// A fresh directory under the system temp dir, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = fs::temp_directory_path() /
-            ("relpos_test_config_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  // Writes `text` to `name` inside the directory and returns its path.
-  std::string write(const std::string& name, const std::string& text) const {
-    const fs::path file = path_ / name;
-    std::ofstream(file) << text;
-    return file.string();
-  }
-  std::string path(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
+using testing::slurp;
+using testing::TempDir;
 
 RunConfig from_overrides(const std::vector<std::string>& overrides) {
   return load_config({}, overrides);
@@ -219,14 +190,6 @@ RunConfig every_key_expected() {
   return c;
 }
 
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  REQUIRE(in.good());
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 }  // namespace
 
 TEST_CASE("config: no files and no overrides give the struct defaults", "[config]") {
@@ -243,13 +206,13 @@ TEST_CASE("config: no files and no overrides give the struct defaults", "[config
 
 TEST_CASE("config: a file setting every key reaches every field", "[config]") {
   REQUIRE(config_keys().size() == kComparedKeys);
-  TempDir dir;
+  TempDir dir("config");
   const RunConfig c = load_config({dir.write("every.yaml", kEveryKeyYaml)}, {});
   require_same(c, every_key_expected());
 }
 
 TEST_CASE("config: overrides win over files, later files over earlier ones", "[config]") {
-  TempDir dir;
+  TempDir dir("config");
   const std::string base = dir.write("base.yaml",
                                      "model:\n  d_model: 256\n  n_heads: 8\n"
                                      "optim:\n  lr: 3e-4\n  weight_decay: 0.01\n");
@@ -303,14 +266,15 @@ TEST_CASE("config: enum values map to the right enumerators", "[config]") {
 }
 
 TEST_CASE("config: file errors name the file and line", "[config]") {
-  TempDir dir;
+  TempDir dir("config");
   SECTION("missing file") {
-    const std::string missing = dir.path("missing.yaml");
+    const std::string missing = (dir.path() / "missing.yaml").string();
     REQUIRE_THROWS_WITH(load_config({missing}, {}),
                         "config file '" + missing + "': cannot open: No such file or directory");
   }
   SECTION("a directory") {
-    REQUIRE_THROWS_WITH(load_config({dir.path("")}, {}), Contains("cannot open: Is a directory"));
+    REQUIRE_THROWS_WITH(load_config({(dir.path() / "").string()}, {}),
+                        Contains("cannot open: Is a directory"));
   }
   SECTION("invalid YAML") {
     const std::string f = dir.write("bad.yaml", "model:\n  d_model: 128\n  n_heads: [4, 8\n");
@@ -503,7 +467,7 @@ TEST_CASE("config: bidirectional_buckets follows model.causal unless set", "[con
             .model.position.bidirectional_buckets == false);
   CHECK(from_overrides({"model.causal=true", "model.position.bidirectional_buckets=true"})
             .model.position.bidirectional_buckets == true);
-  TempDir dir;
+  TempDir dir("config");
   const std::string set =
       dir.write("set.yaml", "model:\n  position:\n    bidirectional_buckets: false\n");
   CHECK(load_config({set}, {"model.causal=false"}).model.position.bidirectional_buckets == false);
@@ -613,7 +577,7 @@ TEST_CASE("config: validate checks values set in code", "[config]") {
 // docs/config.md documents every key in a table row of its "## Keys" chapter,
 // | `path` | type | `default` | meaning |, with an enum's values in its type cell.
 TEST_CASE("config: docs/config.md documents every key with its type and default", "[config]") {
-  const std::string docs = read_text(testing::source_dir() / "docs" / "config.md");
+  const std::string docs = slurp(testing::source_dir() / "docs" / "config.md");
   std::map<std::string, std::vector<std::string>> rows;  // path -> cells
   std::istringstream lines(docs);
   bool in_keys = false;  // inside the "## Keys" chapter

@@ -1,11 +1,9 @@
 // Data: byte tokenizer, corpus split, window sampler, synthetic tasks, data sources.
 #include <catch2/catch.hpp>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
 #include <string>
@@ -17,23 +15,12 @@
 #include "data/sampler.h"
 #include "data/tasks.h"
 #include "data/tokenizer.h"
+#include "tests/test_files.h"
 
 using namespace relpos;
+using testing::TempDir;
 
 namespace {
-
-// A text file in the temp folder, removed when the test ends.
-struct TempFile {
-  std::string path;
-  explicit TempFile(const std::string& contents) {
-    static int counter = 0;
-    path = (std::filesystem::temp_directory_path() /
-            ("relpos_test_data_" + std::to_string(getpid()) + "_" + std::to_string(counter++)))
-               .string();
-    std::ofstream(path, std::ios::binary) << contents;
-  }
-  ~TempFile() { std::filesystem::remove(path); }
-};
 
 // `size` bytes of a fixed pseudo-random text, so that windows are recognisable.
 std::string sample_text(std::size_t size) {
@@ -65,11 +52,18 @@ bool is_symbol(std::int64_t token, std::int64_t num_symbols) {
   return alphabet.find(static_cast<char>(token)) != std::string_view::npos;
 }
 
-DataConfig task_config(const std::string& task, std::int64_t seq_len, std::int64_t batch_size) {
+// Batches of `batch_size` windows of `seq_len` tokens from `source` (a corpus file or a task).
+DataConfig windows_config(const std::string& source, std::int64_t seq_len,
+                          std::int64_t batch_size) {
   DataConfig config;
-  config.source = task;
+  config.source = source;
   config.seq_len = seq_len;
   config.batch_size = batch_size;
+  return config;
+}
+
+DataConfig task_config(const std::string& task, std::int64_t seq_len, std::int64_t batch_size) {
+  DataConfig config = windows_config(task, seq_len, batch_size);
   config.seed = 7;
   return config;
 }
@@ -92,19 +86,20 @@ TEST_CASE("byte tokenizer round-trips every byte", "[data]") {
 
 TEST_CASE("corpus split: the last val_fraction of the bytes is validation", "[data]") {
   const std::string text = sample_text(1000);
-  TempFile file(text);
-  const Corpus corpus = load_corpus(file.path, 0.1);
-  REQUIRE(corpus.path == file.path);
+  const TempDir dir("data");
+  const std::string file = dir.write("corpus.txt", text).string();
+  const Corpus corpus = load_corpus(file, 0.1);
+  REQUIRE(corpus.path == file);
   REQUIRE(corpus.train == encode_bytes(text.substr(0, 900)));
   REQUIRE(corpus.validation == encode_bytes(text.substr(900)));
 
-  const Corpus odd = load_corpus(file.path, 0.0555);  // floor(55.5) = 55 validation bytes
+  const Corpus odd = load_corpus(file, 0.0555);  // floor(55.5) = 55 validation bytes
   REQUIRE(odd.validation.size() == 55);
   REQUIRE(odd.train.size() == 945);
 
-  REQUIRE_THROWS_WITH(load_corpus(file.path, 0.0),
+  REQUIRE_THROWS_WITH(load_corpus(file, 0.0),
                       Catch::Contains("val_fraction must be in (0, 1), got 0"));
-  REQUIRE_THROWS_WITH(load_corpus(file.path, 1.0), Catch::Contains("got 1"));
+  REQUIRE_THROWS_WITH(load_corpus(file, 1.0), Catch::Contains("got 1"));
 }
 
 TEST_CASE("the bundled corpus is found and split", "[data]") {
@@ -131,43 +126,38 @@ TEST_CASE("corpus errors name the file, the split and what is needed", "[data]")
                       Catch::Contains("'/no/such/corpus.txt' does not exist"));
   REQUIRE_THROWS_WITH(load_corpus(std::filesystem::temp_directory_path().string(), 0.1),
                       Catch::Contains("is not a file"));
-  TempFile empty("");
-  REQUIRE_THROWS_WITH(load_corpus(empty.path, 0.1),
-                      Catch::Contains("'" + empty.path + "' is empty"));
+  const TempDir dir("data");
+  const std::string empty = dir.write("empty.txt", "").string();
+  REQUIRE_THROWS_WITH(load_corpus(empty, 0.1), Catch::Contains("'" + empty + "' is empty"));
 
-  TempFile small(sample_text(100));  // 90 train + 10 validation bytes
-  const Corpus corpus = load_corpus(small.path, 0.1);
+  // 90 train + 10 validation bytes.
+  const std::string small = dir.write("small.txt", sample_text(100)).string();
+  const Corpus corpus = load_corpus(small, 0.1);
   REQUIRE_NOTHROW(require_enough(corpus, Split::train, 8, 11));  // 89 ≤ 90
-  REQUIRE_THROWS_WITH(
-      require_enough(corpus, Split::train, 8, 12),
-      Catch::Contains("corpus '" + small.path + "': the train split has 90 tokens") &&
-          Catch::Contains("needs 97 (batch_size 12 × seq_len 8 + 1)"));
+  REQUIRE_THROWS_WITH(require_enough(corpus, Split::train, 8, 12),
+                      Catch::Contains("corpus '" + small + "': the train split has 90 tokens") &&
+                          Catch::Contains("needs 97 (batch_size 12 × seq_len 8 + 1)"));
   REQUIRE_THROWS_WITH(require_enough(corpus, Split::validation, 4, 3),
                       Catch::Contains("validation split has 10 tokens but one batch needs 13"));
 
-  DataConfig config;
-  config.seq_len = 4;
-  config.batch_size = 3;
+  DataConfig config = windows_config(small, 4, 3);
   config.val_fraction = 0.1;
-  config.source = small.path;
   REQUIRE_THROWS_WITH(make_source(config), Catch::Contains("validation split has 10 tokens"));
   config.source = "/no/such/corpus.txt";
   REQUIRE_THROWS_WITH(make_source(config), Catch::Contains("/no/such/corpus.txt"));
-  config.source = small.path;
+  config.source = small;
   config.batch_size = 0;
   REQUIRE_THROWS_WITH(make_source(config), Catch::Contains("batch_size must be >= 1, got 0"));
 }
 
 TEST_CASE("random windows: targets are the inputs shifted by one, cut from the train split",
           "[data]") {
-  TempFile file(sample_text(5000));
-  DataConfig config;
-  config.source = file.path;
-  config.seq_len = 32;
-  config.batch_size = 6;
+  const TempDir dir("data");
+  const std::string file = dir.write("corpus.txt", sample_text(5000)).string();
+  DataConfig config = windows_config(file, 32, 6);
   config.val_fraction = 0.2;
   const auto source = make_source(config);
-  const std::vector<std::int64_t> train = load_corpus(file.path, 0.2).train;
+  const std::vector<std::int64_t> train = load_corpus(file, 0.2).train;
   for (int draw = 0; draw < 5; ++draw) {
     const Batch batch = source->next_train();
     REQUIRE(batch.inputs.shape() == Shape{6, 32});
@@ -185,11 +175,8 @@ TEST_CASE("random windows: targets are the inputs shifted by one, cut from the t
 }
 
 TEST_CASE("the sampler is seeded and resumes bit-exactly from its state", "[data]") {
-  TempFile file(sample_text(20000));
-  DataConfig config;
-  config.source = file.path;
-  config.seq_len = 16;
-  config.batch_size = 4;
+  const TempDir dir("data");
+  DataConfig config = windows_config(dir.write("corpus.txt", sample_text(20000)), 16, 4);
   config.seed = 42;
   const auto a = make_source(config);
   const auto b = make_source(config);
@@ -235,11 +222,9 @@ TEST_CASE("sequential windows cover the validation split in order", "[data]") {
 }
 
 TEST_CASE("corpus evaluation scores the same bytes at every length", "[data]") {
-  TempFile file(sample_text(40000));
-  DataConfig config;
-  config.source = file.path;
-  config.seq_len = 16;
-  config.batch_size = 8;
+  const TempDir dir("data");
+  const std::string file = dir.write("corpus.txt", sample_text(40000)).string();
+  DataConfig config = windows_config(file, 16, 8);
   config.val_fraction = 0.25;
   const auto source = make_source(config);
   REQUIRE(source->eval_rows(16) == 8);
@@ -261,7 +246,7 @@ TEST_CASE("corpus evaluation scores the same bytes at every length", "[data]") {
   const std::vector<double> scored = all_targets(at16);
   REQUIRE(scored.size() == 5 * 8 * 16);
   REQUIRE(all_targets(at64) == scored);
-  const std::vector<std::int64_t> validation = load_corpus(file.path, 0.25).validation;
+  const std::vector<std::int64_t> validation = load_corpus(file, 0.25).validation;
   REQUIRE(scored == std::vector<double>(validation.begin() + 1, validation.begin() + 1 + 640));
   REQUIRE(same_batches(source->eval_batches(16, 5), at16));
 

@@ -17,26 +17,7 @@
 #include "test_helpers.h"
 
 using namespace relpos;
-using testing::leaf;
-using testing::require_close;
-using testing::require_gradcheck;
-using testing::transposed_leaf;
-
-namespace {
-
-Tensor f64(const std::vector<double>& v, const Shape& shape) {
-  return Tensor::from_data(v, shape, DType::f64);
-}
-
-Tensor i64(const std::vector<double>& v, const Shape& shape) {
-  return Tensor::from_data(v, shape, DType::i64);
-}
-
-Tensor u8(const std::vector<double>& v, const Shape& shape) {
-  return Tensor::from_data(v, shape, DType::u8);
-}
-
-}  // namespace
+using namespace relpos::testing;
 
 // ---- embedding ----
 

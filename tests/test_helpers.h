@@ -10,6 +10,19 @@
 
 namespace relpos::testing {
 
+// Small tensors from literal values, in the dtype each name says: f64({1, 2, 3, 4}, {2, 2}).
+inline Tensor f64(const std::vector<double>& values, const Shape& shape) {
+  return Tensor::from_data(values, shape, DType::f64);
+}
+
+inline Tensor i64(const std::vector<double>& values, const Shape& shape) {
+  return Tensor::from_data(values, shape, DType::i64);
+}
+
+inline Tensor u8(const std::vector<double>& values, const Shape& shape) {
+  return Tensor::from_data(values, shape, DType::u8);
+}
+
 // An f64 leaf that requires grad, filled with N(0, 1).
 inline Tensor leaf(const Shape& shape, Rng& rng, double scale = 1.0) {
   Tensor t = randn(shape, rng, DType::f64, scale);

@@ -16,18 +16,7 @@
 #include "test_helpers.h"
 
 using namespace relpos;
-using testing::leaf;
-using testing::require_close;
-using testing::require_gradcheck;
-using testing::transposed_leaf;
-
-namespace {
-
-Tensor f64(const std::vector<double>& v, const Shape& shape) {
-  return Tensor::from_data(v, shape, DType::f64);
-}
-
-}  // namespace
+using namespace relpos::testing;
 
 TEST_CASE("layer_norm matches the closed form", "[norm]") {
   Tensor x = f64({1, 2, 3, 4, -2, 0, 2, 4}, {2, 4});

@@ -1,20 +1,17 @@
 // PNG plots: the raster and its font, tick values, PNG files read back with
 // libpng, line charts, heatmaps, and the atomic-write error paths.
 #include <png.h>
-#include <signal.h>
-#include <sys/resource.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
 #include <limits>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "autograd/error.h"
+#include "tests/test_files.h"
 #include "train/plot/axis_ticks.h"
 #include "train/plot/bitmap_font.h"
 #include "train/plot/colors.h"
@@ -25,45 +22,14 @@
 
 using namespace relpos;
 namespace fs = std::filesystem;
+using testing::FileSizeLimit;
+using testing::TempDir;
 
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr Rgb kWhiteRgb{255, 255, 255};
-
-// A fresh directory under the system temp dir, removed with everything in it.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::random_device entropy;
-    path = fs::temp_directory_path() /
-           ("relpos_test_plot_" + std::to_string(::getpid()) + "_" + std::to_string(entropy()));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-};
-
-// Lowers the file size limit (and ignores SIGXFSZ) while alive: writes past it
-// fail with EFBIG, like a full disk.
-struct FileSizeLimit {
-  rlimit saved{};
-  void (*saved_handler)(int) = nullptr;
-  explicit FileSizeLimit(rlim_t bytes) {
-    getrlimit(RLIMIT_FSIZE, &saved);
-    saved_handler = signal(SIGXFSZ, SIG_IGN);
-    rlimit lowered = saved;
-    lowered.rlim_cur = bytes;
-    setrlimit(RLIMIT_FSIZE, &lowered);
-  }
-  ~FileSizeLimit() {
-    setrlimit(RLIMIT_FSIZE, &saved);
-    signal(SIGXFSZ, saved_handler);
-  }
-};
 
 // A PNG decoded by libpng (its simplified API) into 8-bit RGB.
 struct DecodedPng {
@@ -241,8 +207,8 @@ TEST_CASE("the color map runs from dark to bright through fixed ends", "[plot]")
 }
 
 TEST_CASE("write_png writes pixels libpng reads back, replacing the file atomically", "[plot]") {
-  TempDir dir;
-  const fs::path path = dir.path / "pixels.png";
+  TempDir dir("plot");
+  const fs::path path = dir.path() / "pixels.png";
   Image image(7, 5, Rgb{1, 2, 3});
   image.set(0, 0, Rgb{255, 0, 0});
   image.set(6, 4, Rgb{0, 255, 0});
@@ -262,9 +228,9 @@ TEST_CASE("write_png writes pixels libpng reads back, replacing the file atomica
 }
 
 TEST_CASE("writing a PNG where it cannot go throws, names the path and leaves no .tmp", "[plot]") {
-  TempDir dir;
-  const fs::path missing = dir.path / "no_such_dir" / "plot.png";
-  const std::string missing_dir = (dir.path / "no_such_dir").string();
+  TempDir dir("plot");
+  const fs::path missing = dir.path() / "no_such_dir" / "plot.png";
+  const std::string missing_dir = (dir.path() / "no_such_dir").string();
   REQUIRE_THROWS_AS(write_png(missing, Image(4, 4, kWhiteRgb)), UsageError);
   REQUIRE_THROWS_WITH(write_png(missing, Image(4, 4, kWhiteRgb)),
                       Catch::Contains(missing.string()) &&
@@ -277,7 +243,7 @@ TEST_CASE("writing a PNG where it cannot go throws, names the path and leaves no
   REQUIRE_FALSE(fs::exists(missing.parent_path()));
 
   // The target is a directory: the rename fails, the .tmp is removed.
-  const fs::path occupied = dir.path / "occupied.png";
+  const fs::path occupied = dir.path() / "occupied.png";
   fs::create_directory(occupied);
   REQUIRE_THROWS_WITH(write_png(occupied, Image(4, 4, kWhiteRgb)),
                       Catch::Contains(occupied.string()) && Catch::Contains("cannot rename"));
@@ -285,7 +251,7 @@ TEST_CASE("writing a PNG where it cannot go throws, names the path and leaves no
   REQUIRE(fs::is_directory(occupied));
 
   // The disk fills up mid-write: the previous file stays as it was.
-  const fs::path full = dir.path / "full.png";
+  const fs::path full = dir.path() / "full.png";
   write_png(full, Image(2, 2, kWhiteRgb));
   Image noise(300, 300, kWhiteRgb);  // incompressible: a PNG of about 270 KB
   std::mt19937 bits(7);
@@ -305,8 +271,8 @@ TEST_CASE("writing a PNG where it cannot go throws, names the path and leaves no
 }
 
 TEST_CASE("a line chart draws each series in its palette color where its values lie", "[plot]") {
-  TempDir dir;
-  const fs::path path = dir.path / "loss.png";
+  TempDir dir("plot");
+  const fs::path path = dir.path() / "loss.png";
   Series low{"low", {}, {}}, high{"high", {}, {}};
   for (int step = 0; step <= 1000; step += 50) {
     low.x.push_back(step), low.y.push_back(2.0);
@@ -325,16 +291,16 @@ TEST_CASE("a line chart draws each series in its palette color where its values 
 }
 
 TEST_CASE("a line chart skips NaN and inf points and breaks the line there", "[plot]") {
-  TempDir dir;
+  TempDir dir("plot");
   Series whole{"whole", {}, {}};
   for (int i = 1; i <= 10; ++i) whole.x.push_back(i), whole.y.push_back(5.0);
   Series broken = whole;
   broken.y[4] = kNaN;
   broken.y[5] = kInf;
-  write_line_chart(dir.path / "whole.png", {whole}, {"whole", "x", "y"});
-  write_line_chart(dir.path / "broken.png", {broken}, {"broken", "x", "y"});
-  const DecodedPng whole_png = read_png(dir.path / "whole.png");
-  const DecodedPng broken_png = read_png(dir.path / "broken.png");
+  write_line_chart(dir.path() / "whole.png", {whole}, {"whole", "x", "y"});
+  write_line_chart(dir.path() / "broken.png", {broken}, {"broken", "x", "y"});
+  const DecodedPng whole_png = read_png(dir.path() / "whole.png");
+  const DecodedPng broken_png = read_png(dir.path() / "broken.png");
   const Rgb color = series_color(0);
   const int whole_row = median(whole_png.rows_of(color));
   const int broken_row = median(broken_png.rows_of(color));
@@ -345,32 +311,32 @@ TEST_CASE("a line chart skips NaN and inf points and breaks the line there", "[p
   REQUIRE(longest_gap(broken_png, broken_row, color) > 150);
 
   // Nothing drawable at all, and a log axis with x <= 0: still a valid chart.
-  write_line_chart(dir.path / "nothing.png", {{"nan", {kNaN, 1}, {1, kNaN}}}, {"", "", ""});
-  write_line_chart(dir.path / "log.png", {{"log", {-1, 0, 64, 128}, {1, 2, 3, 4}}},
+  write_line_chart(dir.path() / "nothing.png", {{"nan", {kNaN, 1}, {1, kNaN}}}, {"", "", ""});
+  write_line_chart(dir.path() / "log.png", {{"log", {-1, 0, 64, 128}, {1, 2, 3, 4}}},
                    {"log", "length", "loss"}, true);
-  REQUIRE(read_png(dir.path / "nothing.png").rows_of(color).size() < 200);  // legend swatch only
-  REQUIRE(read_png(dir.path / "log.png").rows_of(color).size() > 100);
+  REQUIRE(read_png(dir.path() / "nothing.png").rows_of(color).size() < 200);  // legend swatch only
+  REQUIRE(read_png(dir.path() / "log.png").rows_of(color).size() > 100);
 }
 
 TEST_CASE("a line chart handles a single point, no series, and rejects ragged series", "[plot]") {
-  TempDir dir;
-  write_line_chart(dir.path / "single.png", {{"one", {5}, {2.5}}}, {"single", "x", "y"});
-  const DecodedPng single = read_png(dir.path / "single.png");
+  TempDir dir("plot");
+  write_line_chart(dir.path() / "single.png", {{"one", {5}, {2.5}}}, {"single", "x", "y"});
+  const DecodedPng single = read_png(dir.path() / "single.png");
   REQUIRE(single.width == kLineChartWidth);
   REQUIRE(single.rows_of(series_color(0)).size() > 20);  // its marker (and the legend's)
-  write_line_chart(dir.path / "none.png", {}, {"nothing", "x", "y"});
-  REQUIRE(read_png(dir.path / "none.png").height == kLineChartHeight);
+  write_line_chart(dir.path() / "none.png", {}, {"nothing", "x", "y"});
+  REQUIRE(read_png(dir.path() / "none.png").height == kLineChartHeight);
   REQUIRE_THROWS_WITH(
-      write_line_chart(dir.path / "bad.png", {{"ok", {1}, {1}}, {"ragged", {1, 2, 3}, {1, 2}}},
+      write_line_chart(dir.path() / "bad.png", {{"ok", {1}, {1}}, {"ragged", {1, 2, 3}, {1, 2}}},
                        {"", "", ""}),
       Catch::Contains("series 'ragged' has 3 x values and 2 y values") &&
           Catch::Contains("bad.png"));
-  REQUIRE_FALSE(fs::exists(dir.path / "bad.png"));
+  REQUIRE_FALSE(fs::exists(dir.path() / "bad.png"));
 }
 
 TEST_CASE("heatmap cells take the color map's color of their value", "[plot]") {
-  TempDir dir;
-  const fs::path path = dir.path / "heat.png";
+  TempDir dir("plot");
+  const fs::path path = dir.path() / "heat.png";
   // Distinct non-integer values in a scrambled order; min at (2, 3), max at (4, 7).
   const std::size_t n_rows = 6, n_columns = 9;
   std::vector<std::vector<double>> rows(n_rows, std::vector<double>(n_columns));
@@ -413,12 +379,12 @@ TEST_CASE("heatmap cells take the color map's color of their value", "[plot]") {
 }
 
 TEST_CASE("heatmap: NaN cells, integer labels, sizes from 1x1 to 2000x2000", "[plot]") {
-  TempDir dir;
+  TempDir dir("plot");
   std::vector<std::vector<double>> causal(4, std::vector<double>(4, kNaN));
   for (int i = 0; i < 4; ++i)
     for (int j = 0; j <= i; ++j) causal[i][j] = i - j;
-  write_heatmap(dir.path / "causal.png", causal, {"causal", "key j", "query i"});
-  const DecodedPng png = read_png(dir.path / "causal.png");
+  write_heatmap(dir.path() / "causal.png", causal, {"causal", "key j", "query i"});
+  const DecodedPng png = read_png(dir.path() / "causal.png");
   const HeatmapGeometry g = heatmap_geometry(4, 4);
   const Rgb masked = png.at(g.left + 3 * g.cell_width + 1, g.top + 1);  // cell (0, 3): NaN
   REQUIRE(masked.r == masked.g);
@@ -432,8 +398,8 @@ TEST_CASE("heatmap: NaN cells, integer labels, sizes from 1x1 to 2000x2000", "[p
     for (int x = x0; x < x0 + g.cell_width; ++x) text_pixels += png.at(x, y) != color_map(1.0);
   REQUIRE(text_pixels > 20);
 
-  write_heatmap(dir.path / "one.png", {{7}}, {"1x1", "key j", "query i"});
-  const DecodedPng one = read_png(dir.path / "one.png");
+  write_heatmap(dir.path() / "one.png", {{7}}, {"1x1", "key j", "query i"});
+  const DecodedPng one = read_png(dir.path() / "one.png");
   REQUIRE(one.width >= 300);
   REQUIRE(one.height >= 250);
 
@@ -441,8 +407,8 @@ TEST_CASE("heatmap: NaN cells, integer labels, sizes from 1x1 to 2000x2000", "[p
   for (std::size_t i = 0; i < large.size(); ++i)
     for (std::size_t j = 0; j < large.size(); ++j)
       large[i][j] = std::min<double>(i > j ? i - j : j - i, 31);
-  write_heatmap(dir.path / "large.png", large, {"2000x2000", "key j", "query i"});
-  const DecodedPng big = read_png(dir.path / "large.png");
+  write_heatmap(dir.path() / "large.png", large, {"2000x2000", "key j", "query i"});
+  const DecodedPng big = read_png(dir.path() / "large.png");
   const HeatmapGeometry bg = heatmap_geometry(2000, 2000);
   REQUIRE(bg.stride == 2);
   REQUIRE(bg.drawn_rows == 1000);
@@ -452,13 +418,13 @@ TEST_CASE("heatmap: NaN cells, integer labels, sizes from 1x1 to 2000x2000", "[p
 }
 
 TEST_CASE("heatmap rejects empty and ragged matrices", "[plot]") {
-  TempDir dir;
-  REQUIRE_THROWS_WITH(write_heatmap(dir.path / "e.png", {}, {"", "", ""}),
+  TempDir dir("plot");
+  REQUIRE_THROWS_WITH(write_heatmap(dir.path() / "e.png", {}, {"", "", ""}),
                       Catch::Contains("e.png: the matrix is empty"));
-  REQUIRE_THROWS_WITH(write_heatmap(dir.path / "r.png", {{1, 2, 3}, {4, 5}}, {"", "", ""}),
+  REQUIRE_THROWS_WITH(write_heatmap(dir.path() / "r.png", {{1, 2, 3}, {4, 5}}, {"", "", ""}),
                       Catch::Contains("row 1 has 2 values, expected 3"));
-  REQUIRE_FALSE(fs::exists(dir.path / "r.png"));
-  REQUIRE_THROWS_WITH(write_heatmap(dir.path / "e.png", {{}}, {"", "", ""}),
+  REQUIRE_FALSE(fs::exists(dir.path() / "r.png"));
+  REQUIRE_THROWS_WITH(write_heatmap(dir.path() / "e.png", {{}}, {"", "", ""}),
                       Catch::Contains("the matrix is empty"));
   REQUIRE_THROWS_WITH(heatmap_geometry(0, 3), Catch::Contains("heatmap of 0x3 values"));
 }

@@ -15,20 +15,9 @@
 #include "test_helpers.h"
 
 using namespace relpos;
-using testing::leaf;
-using testing::require_close;
-using testing::require_gradcheck;
-using testing::transposed_leaf;
+using namespace relpos::testing;
 
 namespace {
-
-Tensor f64(const std::vector<double>& v, const Shape& shape) {
-  return Tensor::from_data(v, shape, DType::f64);
-}
-
-Tensor i64(const std::vector<double>& v, const Shape& shape) {
-  return Tensor::from_data(v, shape, DType::i64);
-}
 
 // Reference softmax of one row.
 std::vector<double> softmax_ref(const std::vector<double>& row) {

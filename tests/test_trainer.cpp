@@ -1,30 +1,20 @@
 // The trainer: bit-exact resume, divergence handling and error paths.
 #include <catch2/catch.hpp>
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 
 #include "autograd/error.h"
+#include "tests/test_files.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
 #include "train/trainer.h"
 
 using namespace relpos;
 namespace fs = std::filesystem;
+using testing::TempDir;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& name)
-      : path(fs::temp_directory_path() / ("relpos_" + name + "_" + std::to_string(::getpid()))) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
 
 std::vector<std::string> tiny(const fs::path& out, const std::string& scheme = "t5") {
   return {"model.d_model=16", "model.n_layers=2", "model.n_heads=2", "model.d_ff=32",
@@ -53,12 +43,12 @@ std::vector<std::string> lines_of(const fs::path& file) {
 TEST_CASE("resume is bit-exact: N steps straight equal k steps, resume, N-k steps", "[trainer]") {
   for (const std::string scheme : {"t5", "shaw", "xl"}) {
     INFO("scheme " << scheme);
-    TempDir straight("straight"), resumed("resumed");
-    RunState a = build_run(tiny_config(straight.path, {}, scheme));
+    TempDir straight("trainer_straight"), resumed("trainer_resumed");
+    RunState a = build_run(tiny_config(straight.path(), {}, scheme));
     train(a);
     // The straight run saved a checkpoint at step 3: continue it in another folder.
-    RunState b = build_run(tiny_config(resumed.path, {}, scheme));
-    const fs::path at3 = checkpoint_path(straight.path / "checkpoints", 3);
+    RunState b = build_run(tiny_config(resumed.path(), {}, scheme));
+    const fs::path at3 = checkpoint_path(straight.path() / "checkpoints", 3);
     restore_run(b, load_checkpoint(at3), at3);
     REQUIRE(b.step == 3);
     train(b);
@@ -78,61 +68,60 @@ TEST_CASE("resume is bit-exact: N steps straight equal k steps, resume, N-k step
           out.push_back(l.substr(0, l.find("\"tokens_per_s\"")));
       return out;
     };
-    REQUIRE(losses(straight.path).size() == 3);
-    REQUIRE(losses(straight.path) == losses(resumed.path));
+    REQUIRE(losses(straight.path()).size() == 3);
+    REQUIRE(losses(straight.path()) == losses(resumed.path()));
   }
 }
 
 TEST_CASE("a diverging loss stops training, names the step, and keeps the last checkpoint",
           "[trainer]") {
-  TempDir dir("nan");
-  RunState run = build_run(tiny_config(dir.path, {"optim.lr=1e30", "optim.grad_clip=0",
-                                                  "train.checkpoint_every=1", "train.steps=20",
-                                                  "schedule.name=constant"}));
+  TempDir dir("trainer_nan");
+  RunState run = build_run(
+      tiny_config(dir.path(), {"optim.lr=1e30", "optim.grad_clip=0", "train.checkpoint_every=1",
+                               "train.steps=20", "schedule.name=constant"}));
   REQUIRE_THROWS_WITH(train(run), Catch::Contains("diverged at step") &&
                                       Catch::Contains("last good checkpoint"));
-  const auto latest = latest_checkpoint(dir.path / "checkpoints");
+  const auto latest = latest_checkpoint(dir.path() / "checkpoints");
   REQUIRE(latest.has_value());
   const Checkpoint ok = load_checkpoint(*latest);  // loads cleanly
   REQUIRE(ok.step >= 1);
   REQUIRE(ok.step < 20);
-  for (const auto& entry : fs::directory_iterator(dir.path / "checkpoints"))
+  for (const auto& entry : fs::directory_iterator(dir.path() / "checkpoints"))
     REQUIRE(entry.path().extension() != ".tmp");
 }
 
 TEST_CASE("training errors: unwritable out_dir, tiny corpus, changed architecture",
           "[trainer]") {
-  TempDir dir("errors");
-  const fs::path blocker = dir.path / "a_file";
-  std::ofstream(blocker) << "not a directory";
+  TempDir dir("trainer_errors");
+  const fs::path blocker = dir.write("a_file", "not a directory");
   RunState run = build_run(tiny_config(blocker / "out"));
   REQUIRE_THROWS_WITH(train(run), Catch::Contains("a_file/out"));
 
-  const fs::path small = dir.path / "small.txt";
-  std::ofstream(small) << "only a few bytes of text";
-  REQUIRE_THROWS_WITH(build_run(tiny_config(dir.path / "o", {"data.source=" + small.string()})),
+  const fs::path small = dir.write("small.txt", "only a few bytes of text");
+  REQUIRE_THROWS_WITH(build_run(tiny_config(dir.path() / "o", {"data.source=" + small.string()})),
                       Catch::Contains("small.txt"));
 
-  RunState original = build_run(tiny_config(dir.path / "orig", {"train.steps=3"}));
+  RunState original = build_run(tiny_config(dir.path() / "orig", {"train.steps=3"}));
   train(original);
-  const fs::path ckpt = checkpoint_path(dir.path / "orig" / "checkpoints", 3);
-  RunState wider = build_run(tiny_config(dir.path / "wide", {"model.d_model=24"}));
+  const fs::path ckpt = checkpoint_path(dir.path() / "orig" / "checkpoints", 3);
+  RunState wider = build_run(tiny_config(dir.path() / "wide", {"model.d_model=24"}));
   REQUIRE_THROWS_WITH(restore_run(wider, load_checkpoint(ckpt), ckpt),
                       Catch::Contains("architecture") && Catch::Contains("ckpt_00000003.h5"));
-  REQUIRE_THROWS_WITH(resolve_checkpoint(dir.path / "missing"), Catch::Contains("does not exist"));
-  REQUIRE_THROWS_WITH(resolve_checkpoint(dir.path), Catch::Contains("no checkpoint"));
+  REQUIRE_THROWS_WITH(resolve_checkpoint(dir.path() / "missing"),
+                      Catch::Contains("does not exist"));
+  REQUIRE_THROWS_WITH(resolve_checkpoint(dir.path()), Catch::Contains("no checkpoint"));
 }
 
 TEST_CASE("checkpoint parameters whose shapes differ from the config are rejected", "[trainer]") {
-  TempDir dir("shapes");
-  RunState run = build_run(tiny_config(dir.path / "a", {"train.steps=3"}));
+  TempDir dir("trainer_shapes");
+  RunState run = build_run(tiny_config(dir.path() / "a", {"train.steps=3"}));
   train(run);
-  const fs::path ckpt = checkpoint_path(dir.path / "a" / "checkpoints", 3);
+  const fs::path ckpt = checkpoint_path(dir.path() / "a" / "checkpoints", 3);
   Checkpoint c = load_checkpoint(ckpt);
   c.params["embed.weight"] = Tensor::zeros({7, 16});
-  const fs::path broken = dir.path / "broken.h5";
+  const fs::path broken = dir.path() / "broken.h5";
   save_checkpoint(broken, c);
-  RunState fresh = build_run(tiny_config(dir.path / "b"));
+  RunState fresh = build_run(tiny_config(dir.path() / "b"));
   REQUIRE_THROWS_WITH(restore_run(fresh, load_checkpoint(broken), broken),
                       Catch::Contains("embed.weight") && Catch::Contains("[7, 16]"));
 }
