@@ -62,7 +62,6 @@ void Tape::record(const std::string& op, const std::vector<Tensor>& inputs, cons
   TapeNode node;
   node.op = op;
   node.backward = std::move(backward);
-  node.output_shape = output.shape();
   node.inputs.reserve(inputs.size());
   node.input_slots.reserve(inputs.size());
   node.saved.reserve(saved.size());

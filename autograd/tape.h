@@ -26,7 +26,6 @@ struct TapeNode {
   std::vector<std::int64_t> input_slots;
   std::vector<SavedTensor> saved;
   BackwardFn backward;
-  Shape output_shape;
 };
 
 class Tape {
