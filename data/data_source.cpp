@@ -5,18 +5,15 @@
 #include <algorithm>
 
 #include "autograd/error.h"
+#include "data/masking.h"
 
 namespace relpos {
 namespace {
 
 // Independent generator streams derived from the one config seed.
-constexpr std::uint64_t kTrainStream = 0x747261696e;  // "train"
-constexpr std::uint64_t kEvalStream = 0x6576616c;     // "eval"
-
-void check_eval_request(std::int64_t seq_len, std::int64_t count) {
-  require(seq_len >= 1, "eval seq_len must be >= 1, got {}", seq_len);
-  require(count >= 0, "eval batch count must be >= 0, got {}", count);
-}
+constexpr std::uint64_t kTrainStream = 0x747261696e;   // "train"
+constexpr std::uint64_t kEvalStream = 0x6576616c;      // "eval"
+constexpr std::uint64_t kEvalMaskStream = 0x6d61736b;  // "mask"
 
 }  // namespace
 
@@ -24,12 +21,32 @@ DataSource::DataSource(const DataConfig& config)
     : config_(config), rng_(mix64(config.seed, kTrainStream)) {
   require(config.seq_len >= 1, "data seq_len must be >= 1, got {}", config.seq_len);
   require(config.batch_size >= 1, "data batch_size must be >= 1, got {}", config.batch_size);
+  require(!config.masked_tokens || (config.mask_prob > 0.0 && config.mask_prob < 1.0),
+          "data mask_prob must be in (0, 1), got {}", config.mask_prob);
 }
 
 Batch DataSource::next_train() {
   Batch batch = draw_train(rng_);
+  if (config_.masked_tokens) mask_tokens(batch, config_.mask_prob, rng_);
   ++batches_drawn_;
   return batch;
+}
+
+std::vector<Batch> DataSource::eval_batches(std::int64_t seq_len, std::int64_t count) const {
+  require(seq_len >= 1, "eval seq_len must be >= 1, got {}", seq_len);
+  require(count >= 0, "eval batch count must be >= 0, got {}", count);
+  std::vector<Batch> batches = draw_eval(seq_len, count);
+  if (config_.masked_tokens) {
+    Rng rng(mix64(config_.seed, kEvalMaskStream));
+    for (Batch& batch : batches) mask_tokens(batch, config_.mask_prob, rng);
+  }
+  return batches;
+}
+
+std::string DataSource::describe() const {
+  if (!config_.masked_tokens) return describe_source();
+  return fmt::format("{}; masked-token objective (mask_prob {})", describe_source(),
+                     config_.mask_prob);
 }
 
 void DataSource::set_sampler_state(const SamplerState& state) {
@@ -51,14 +68,13 @@ Batch CorpusSource::draw_train(Rng& rng) {
   return random_windows(corpus_.train, config().seq_len, config().batch_size, rng);
 }
 
-std::vector<Batch> CorpusSource::eval_batches(std::int64_t seq_len, std::int64_t count) const {
-  check_eval_request(seq_len, count);
+std::vector<Batch> CorpusSource::draw_eval(std::int64_t seq_len, std::int64_t count) const {
   const std::int64_t rows = eval_rows(seq_len);
   require_enough(corpus_, Split::validation, seq_len, rows);
   return sequential_windows(corpus_.validation, seq_len, rows, count);
 }
 
-std::string CorpusSource::describe() const {
+std::string CorpusSource::describe_source() const {
   return fmt::format("corpus {}: {} train + {} validation bytes", corpus_.path,
                      corpus_.train.size(), corpus_.validation.size());
 }
@@ -70,8 +86,7 @@ Batch TaskSource::draw_train(Rng& rng) {
   return generator_.batch(config().seq_len, config().batch_size, rng);
 }
 
-std::vector<Batch> TaskSource::eval_batches(std::int64_t seq_len, std::int64_t count) const {
-  check_eval_request(seq_len, count);
+std::vector<Batch> TaskSource::draw_eval(std::int64_t seq_len, std::int64_t count) const {
   Rng rng(mix64(config().seed, kEvalStream));
   std::vector<Batch> batches;
   for (std::int64_t i = 0; i < count; ++i)
@@ -79,7 +94,7 @@ std::vector<Batch> TaskSource::eval_batches(std::int64_t seq_len, std::int64_t c
   return batches;
 }
 
-std::string TaskSource::describe() const {
+std::string TaskSource::describe_source() const {
   const TaskParams& p = config().task;
   return fmt::format("task {}: num_symbols {}, offset {}, num_pairs {}", name_of(generator_.kind()),
                      p.num_symbols, p.offset, p.num_pairs);

@@ -21,7 +21,11 @@ struct DataConfig {
   std::int64_t batch_size = 32;
   double val_fraction = 0.05;  // corpus: the last fraction of the bytes is validation
   TaskParams task;
+  double mask_prob = 0.15;  // masked-token objective: probability that a position is hidden
   std::uint64_t seed = 0;
+  // Not a config key: the trainer sets it for a bidirectional model (model.causal: false).
+  // Every training and evaluation batch then becomes a masked-token batch (masking.h).
+  bool masked_tokens = false;
 };
 
 class DataSource {
@@ -31,7 +35,8 @@ class DataSource {
   DataSource(const DataSource&) = delete;
   DataSource& operator=(const DataSource&) = delete;
 
-  // The next training batch, i64 (batch_size, seq_len), from the resumable stream.
+  // The next training batch, i64 (batch_size, seq_len), from the resumable stream
+  // (with masked_tokens, its masks are drawn from that stream too).
   Batch next_train();
   SamplerState sampler_state() const { return {rng_.state(), batches_drawn_}; }
   void set_sampler_state(const SamplerState& state);
@@ -39,15 +44,19 @@ class DataSource {
   // Up to `count` evaluation batches at length seq_len (the training length or
   // another one, for length extrapolation). The same call always returns the
   // same batches. Each has eval_rows(seq_len) rows, so every length uses about
-  // batch_size × train seq_len tokens per batch.
-  virtual std::vector<Batch> eval_batches(std::int64_t seq_len, std::int64_t count) const = 0;
+  // batch_size × train seq_len tokens per batch. With masked_tokens, the masks
+  // come from a generator seeded afresh at each call.
+  std::vector<Batch> eval_batches(std::int64_t seq_len, std::int64_t count) const;
   std::int64_t eval_rows(std::int64_t seq_len) const;
 
-  virtual std::string describe() const = 0;  // one line for logs
+  std::string describe() const;  // one line for logs
   const DataConfig& config() const { return config_; }
 
  protected:
+  // The batches of the source itself, before any masking.
   virtual Batch draw_train(Rng& rng) = 0;
+  virtual std::vector<Batch> draw_eval(std::int64_t seq_len, std::int64_t count) const = 0;
+  virtual std::string describe_source() const = 0;
 
  private:
   DataConfig config_;
@@ -60,12 +69,12 @@ class DataSource {
 class CorpusSource final : public DataSource {
  public:
   CorpusSource(const DataConfig& config, const std::string& path);
-  std::vector<Batch> eval_batches(std::int64_t seq_len, std::int64_t count) const override;
-  std::string describe() const override;
   const Corpus& corpus() const { return corpus_; }
 
  protected:
   Batch draw_train(Rng& rng) override;
+  std::vector<Batch> draw_eval(std::int64_t seq_len, std::int64_t count) const override;
+  std::string describe_source() const override;
 
  private:
   Corpus corpus_;
@@ -76,11 +85,11 @@ class CorpusSource final : public DataSource {
 class TaskSource final : public DataSource {
  public:
   TaskSource(const DataConfig& config, TaskKind kind);
-  std::vector<Batch> eval_batches(std::int64_t seq_len, std::int64_t count) const override;
-  std::string describe() const override;
 
  protected:
   Batch draw_train(Rng& rng) override;
+  std::vector<Batch> draw_eval(std::int64_t seq_len, std::int64_t count) const override;
+  std::string describe_source() const override;
 
  private:
   TaskGenerator generator_;

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "autograd/error.h"
+#include "data/masking.h"
 #include "train/config_schema.h"
 #include "train/config_value.h"
 
@@ -77,6 +78,10 @@ class ConfigBuilder {
     PositionConfig& position = config_.model.position;
     if (!set_keys_.contains("model.position.bidirectional_buckets")) {
       position.bidirectional_buckets = !config_.model.causal;
+    }
+    // A bidirectional model is trained with the masked-token objective: one more token id.
+    if (!set_keys_.contains("model.vocab") && !config_.model.causal) {
+      config_.model.vocab = kMaskedVocabSize;
     }
     validate(config_);
     return config_;

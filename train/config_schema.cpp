@@ -12,7 +12,8 @@ std::vector<ConfigKey> build_schema() {
       // ---- model ----
       {"model.vocab",
        {},
-       "vocabulary size (256 for the byte-level tokenizer)",
+       "vocabulary size: 256 bytes, plus the mask token (id 256) when model.causal is false; when "
+       "not set: 256, or 257 for a bidirectional model",
        [](RunConfig& c) -> F { return &c.model.vocab; }},
       {"model.d_model",
        {},
@@ -125,6 +126,11 @@ std::vector<ConfigKey> build_schema() {
        {},
        "corpus: the last fraction of the bytes held out for evaluation",
        [](RunConfig& c) -> F { return &c.data.val_fraction; }},
+      {"data.mask_prob",
+       {},
+       "bidirectional models (model.causal: false): probability that a position is hidden and "
+       "scored (masked-token objective), in (0, 1)",
+       [](RunConfig& c) -> F { return &c.data.mask_prob; }},
       {"data.task.num_symbols",
        {},
        "tasks: alphabet size, 2..62",

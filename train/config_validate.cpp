@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "autograd/error.h"
+#include "data/masking.h"
 #include "layers/position/t5_buckets.h"
 #include "train/config.h"
 #include "train/config_schema.h"
@@ -37,6 +38,11 @@ void validate_model(const ModelConfig& m) {
           m.d_model, m.n_heads);
   require(m.dropout >= 0.0 && m.dropout < 1.0, "model.dropout must be in [0, 1), got {}",
           m.dropout);
+  require(m.causal || m.vocab >= kMaskedVocabSize,
+          "model.vocab={} is too small for model.causal=false: the masked-token objective adds the "
+          "mask token id {}, so model.vocab must be >= {} (left unset, model.vocab follows "
+          "model.causal)",
+          m.vocab, kMaskToken, kMaskedVocabSize);
 }
 
 // The settings of the chosen scheme only: the others are unused.
@@ -94,6 +100,8 @@ void validate_data(const DataConfig& d) {
   require_at_least(d.batch_size, 1, "data.batch_size");
   require(d.val_fraction > 0.0 && d.val_fraction < 1.0,
           "data.val_fraction must be in (0, 1), got {}", d.val_fraction);
+  require(d.mask_prob > 0.0 && d.mask_prob < 1.0, "data.mask_prob must be in (0, 1), got {}",
+          d.mask_prob);
   if (const auto kind = task_from_name(d.source)) {
     try {
       TaskGenerator(*kind, d.task, d.seq_len);  // checks the parameters at the training length

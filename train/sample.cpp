@@ -47,6 +47,9 @@ std::vector<double> last_row(const Tensor& logits) {  // (1, L, V) -> the last p
 
 std::vector<std::int64_t> generate(TransformerLM& model, const std::vector<std::int64_t>& prompt,
                                    const SampleOptions& o) {
+  require(model.config().causal,
+          "sample: sampling needs a causal model (model.causal: true); this one is bidirectional "
+          "(model.causal: false), trained to fill in masked tokens");
   require(!prompt.empty(), "sample: the prompt is empty");
   require(o.temperature >= 0.0, "sample: --temperature must be >= 0, got {}", o.temperature);
   require(o.top_k >= 0, "sample: --top-k must be >= 0, got {}", o.top_k);

@@ -17,7 +17,8 @@ struct SampleOptions {
   bool use_cache = true;
 };
 
-// Returns the generated tokens (without the prompt).
+// Returns the generated tokens (without the prompt). A bidirectional model
+// (model.causal: false) cannot generate: UsageError.
 std::vector<std::int64_t> generate(TransformerLM& model, const std::vector<std::int64_t>& prompt,
                                    const SampleOptions& options);
 

@@ -75,6 +75,7 @@ RunState build_run(const RunConfig& config) {
   run.optimizer = make_optimizer(config.optim, run.model->parameters());
   DataConfig data = config.data;
   data.seed = mix64(config.train.seed, 2);
+  data.masked_tokens = !config.model.causal;  // a bidirectional model sees the next token
   run.data = make_source(data);
   return run;
 }
