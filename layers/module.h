@@ -42,6 +42,10 @@ class Module {
   bool training_ = true;
 };
 
+// The initial standard deviation of embedding-like tables (tokens, learned
+// positions, relative-position tables).
+inline constexpr double kEmbeddingInitStd = 0.02;
+
 // Weight initialisers (all draw from the given Rng, in f32).
 Tensor normal_init(const Shape& shape, Rng& rng, double stddev);
 

@@ -6,9 +6,11 @@
 #include "autograd/ops/relative.h"
 #include "autograd/tape.h"
 #include "fixture.h"
+#include "layers/position/absolute.h"
 #include "layers/position/alibi_slopes.h"
 #include "layers/position/relative.h"
 #include "layers/position/rope.h"
+#include "layers/position/sinusoid.h"
 #include "layers/position/t5_buckets.h"
 #include "layers/scaled_attention.h"
 #include "test_helpers.h"
@@ -126,4 +128,24 @@ TEST_CASE("ALiBi slopes match the reference for 1..16 heads", "[positions][alibi
 TEST_CASE("rel_shift matches the reference identity", "[positions][xl]") {
   const Fixture f = testing::load_fixture("xl_rel_shift");
   testing::require_close(rel_shift(f.at("x")).to_vector(), f.at("shifted").to_vector(), 0.0);
+}
+
+TEST_CASE("sinusoid tables match the reference; the sinusoidal scheme adds them scaled",
+          "[positions][sinusoidal]") {
+  const Fixture f = testing::load_fixture("sinusoidal_table");
+  for (auto [len, dim] : {std::pair<std::int64_t, std::int64_t>{50, 16}, {7, 6}}) {
+    std::vector<double> positions(static_cast<std::size_t>(len));
+    for (std::int64_t p = 0; p < len; ++p) positions[p] = static_cast<double>(p);
+    const auto table = interleaved_sinusoids(positions, dim, DType::f64).to_vector();
+    testing::require_close(
+        table, f.at("table_" + std::to_string(len) + "_" + std::to_string(dim)).to_vector(),
+        1e-12);
+  }
+  // embed(x, start) = x + kSinusoidScale * PE[start .. start+L).
+  SinusoidalPosition scheme(16);
+  const Tensor x = Tensor::zeros({1, 5, 16}, DType::f64);
+  const auto added = scheme.embed(x, 3).to_vector();
+  const auto reference = f.at("table_50_16").to_vector();
+  for (std::size_t i = 0; i < added.size(); ++i)
+    REQUIRE(added[i] == Approx(kSinusoidScale * reference[3 * 16 + i]).margin(1e-15));
 }

@@ -13,11 +13,11 @@ Tensor SinusoidalPosition::embed(const Tensor& x, std::int64_t start) const {
   std::vector<double> positions(static_cast<std::size_t>(x.size(1)));
   std::iota(positions.begin(), positions.end(), static_cast<double>(start));
   Tensor table = interleaved_sinusoids(positions, d_model_, x.dtype()).to(x.device());
-  return add(x, table);  // (B, L, d) + (L, d)
+  return add(x, mul_scalar(table, kSinusoidScale));  // (B, L, d) + (L, d)
 }
 
 LearnedPosition::LearnedPosition(std::int64_t max_len, std::int64_t d_model, Rng& rng) {
-  table_ = register_parameter("table", normal_init({max_len, d_model}, rng, 0.02), false);
+  table_ = register_parameter("table", normal_init({max_len, d_model}, rng, kEmbeddingInitStd), false);
 }
 
 Tensor LearnedPosition::embed(const Tensor& x, std::int64_t start) const {

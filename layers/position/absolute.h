@@ -10,6 +10,11 @@ class NoPosition final : public PositionScheme {
   std::string name() const override { return "none"; }
 };
 
+// The sinusoid table (RMS 1/sqrt(2)) is scaled to the token embeddings' initial
+// scale, so that neither drowns the other at the start of training (Vaswani et
+// al. reach the same balance by multiplying the embeddings by sqrt(d_model)).
+inline constexpr double kSinusoidScale = kEmbeddingInitStd * 1.4142135623730951;
+
 class SinusoidalPosition final : public PositionScheme {
  public:
   explicit SinusoidalPosition(std::int64_t d_model) : d_model_(d_model) {}

@@ -31,10 +31,10 @@ ShawPosition::ShawPosition(const PositionConfig& c, const ModelDims& dims, Rng& 
   const Shape shape = c.per_head ? Shape{dims.n_heads, width, d} : Shape{width, d};
   for (std::int64_t l = 0; l < dims.n_layers; ++l) {
     if (c.shaw_keys)
-      keys_.push_back(register_parameter(layer_name(l, "keys"), normal_init(shape, rng, 0.02), false));
+      keys_.push_back(register_parameter(layer_name(l, "keys"), normal_init(shape, rng, kEmbeddingInitStd), false));
     if (c.shaw_values)
       values_.push_back(
-          register_parameter(layer_name(l, "values"), normal_init(shape, rng, 0.02), false));
+          register_parameter(layer_name(l, "values"), normal_init(shape, rng, kEmbeddingInitStd), false));
   }
 }
 
@@ -55,7 +55,7 @@ T5Position::T5Position(const PositionConfig& c, const ModelDims& dims, Rng& rng)
   for (std::int64_t l = 0; l < count; ++l) {
     const std::string name = c.per_layer ? layer_name(l, "table") : std::string("table");
     tables_.push_back(register_parameter(
-        name, normal_init({c.num_buckets, dims.n_heads}, rng, 0.02), false));
+        name, normal_init({c.num_buckets, dims.n_heads}, rng, kEmbeddingInitStd), false));
   }
 }
 
