@@ -58,17 +58,14 @@ class CpuAllocator final : public Allocator {
     void* p = size >= kCacheMinBytes ? take_cached(size) : nullptr;
     if (p == nullptr) p = allocate_aligned(size);
     std::lock_guard lock(mutex_);
-    stats_.current_bytes += bytes;
-    stats_.peak_bytes = std::max(stats_.peak_bytes, stats_.current_bytes);
-    stats_.largest_block = std::max(stats_.largest_block, bytes);
-    ++stats_.allocations;
+    stats_.record_allocation(bytes);
     return p;
   }
   void deallocate(void* ptr, std::size_t bytes) override {
     const std::size_t size = block_size(bytes);
     {
       std::lock_guard lock(mutex_);
-      stats_.current_bytes -= bytes;
+      stats_.record_free(bytes);
       if (ptr != nullptr && size >= kCacheMinBytes && cached_bytes_ + size <= kCacheMaxBytes) {
         try {
           cache_[size].push_back(ptr);
@@ -87,9 +84,7 @@ class CpuAllocator final : public Allocator {
   }
   void reset_peak() override {
     std::lock_guard lock(mutex_);
-    stats_.peak_bytes = stats_.current_bytes;
-    stats_.largest_block = 0;
-    stats_.allocations = 0;
+    stats_.reset_peak();
   }
 
  private:

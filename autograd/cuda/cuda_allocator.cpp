@@ -38,16 +38,13 @@ class CudaAllocator final : public Allocator {
   void* allocate(std::size_t bytes) override {
     std::lock_guard lock(mutex_);
     void* block = bytes == 0 ? nullptr : take_block(size_class(bytes));
-    stats_.current_bytes += bytes;
-    stats_.peak_bytes = std::max(stats_.peak_bytes, stats_.current_bytes);
-    stats_.largest_block = std::max(stats_.largest_block, bytes);
-    ++stats_.allocations;
+    stats_.record_allocation(bytes);
     return block;
   }
 
   void deallocate(void* ptr, std::size_t bytes) override {
     std::lock_guard lock(mutex_);
-    stats_.current_bytes -= bytes;
+    stats_.record_free(bytes);
     if (ptr == nullptr) return;
     const std::size_t size = size_class(bytes);
     free_blocks_[size].push_back(ptr);
@@ -61,9 +58,7 @@ class CudaAllocator final : public Allocator {
 
   void reset_peak() override {
     std::lock_guard lock(mutex_);
-    stats_.peak_bytes = stats_.current_bytes;
-    stats_.largest_block = 0;
-    stats_.allocations = 0;
+    stats_.reset_peak();
   }
 
   CudaMemoryStats memory_stats() const {
