@@ -3,6 +3,7 @@
 
 #include "autograd/cpu/cpu_backend.h"
 #include "autograd/error.h"
+#include "autograd/threads.h"
 #if RELPOS_HAVE_CUDA
 #include "autograd/cuda/cuda_backend.h"
 #endif
@@ -10,7 +11,11 @@
 namespace relpos {
 
 CpuBackend& cpu_backend() {
-  static CpuBackend instance;
+  static CpuBackend& instance = []() -> CpuBackend& {
+    flush_denormals();
+    static CpuBackend backend;
+    return backend;
+  }();
   return instance;
 }
 
@@ -35,8 +40,7 @@ namespace {
 void Backend::relative_gather(RelativeGather, const Tensor&, const Tensor&, const RelativeShape&) {
   not_on_device(*this, "relative_gather");
 }
-void Backend::relative_scatter(RelativeGather, const Tensor&, const Tensor&,
-                               const RelativeShape&) {
+void Backend::relative_scatter(RelativeGather, const Tensor&, const Tensor&, const RelativeShape&) {
   not_on_device(*this, "relative_scatter");
 }
 void Backend::bucket_gather(const Tensor&, const Tensor&, const Tensor&) {

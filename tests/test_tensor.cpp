@@ -5,6 +5,7 @@
 #endif
 
 #include "autograd/error.h"
+#include "autograd/ops/elementwise.h"
 #include "autograd/ops/shape.h"
 #include "autograd/tensor.h"
 #include "autograd/threads.h"
@@ -95,4 +96,12 @@ TEST_CASE("OpenBLAS is the OpenMP build and the thread count is settable", "[thr
   set_num_threads(before);
   REQUIRE(num_threads() == before);
   REQUIRE_THROWS_WITH(set_num_threads(0), Catch::Contains(">= 1"));
+}
+
+TEST_CASE("denormal floats are flushed to zero on the CPU backend's threads", "[threads]") {
+  Tensor tiny = Tensor::full({4}, 1e-30);
+  Tensor product = tiny * 1e-15;  // 1e-45 is a float denormal: flushed to 0
+  for (double v : product.to_vector()) REQUIRE(v == 0.0);
+  Tensor normal = tiny * 1e-5;    // 1e-35 is a normal float: kept
+  for (double v : normal.to_vector()) REQUIRE(v > 0.0);
 }

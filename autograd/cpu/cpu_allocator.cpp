@@ -18,7 +18,7 @@ constexpr std::size_t kAlignment = 64;
 // back to the OS (munmap, heap trimming), and faulting their pages in again on
 // the next step cost 15-20% of a 512×512×512 matmul forward+backward.
 constexpr std::size_t kCacheMinBytes = std::size_t{64} << 10;
-constexpr std::size_t kCacheMaxBytes = std::size_t{1} << 30;
+constexpr std::size_t kCacheMaxBytes = std::size_t{4} << 30;
 constexpr std::size_t kPageBytes = 4096;
 
 // The size of the block that serves a request: a multiple of the alignment, and

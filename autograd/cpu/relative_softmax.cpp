@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <type_traits>
 #include <vector>
 
 #include "autograd/cpu/clipped_ranges.h"
@@ -68,8 +69,12 @@ void forward_typed(const RelativeSoftmaxArgs& a, const Tensor& probs) {
     T max = -std::numeric_limits<T>::infinity();
     for (std::int64_t j = 0; j < g.limit; ++j) max = std::max(max, p[j]);
     T total = 0;
+    // Below log(min normal) exp() only yields denormals (slow, and flushed below
+    // anyway): ALiBi's far keys reach such logits at long lengths.
+    constexpr T kUnderflow = std::is_same_v<T, float> ? T(-87.0) : T(-708.0);
     for (std::int64_t j = 0; j < g.limit; ++j) {
-      p[j] = std::exp(p[j] - max);
+      const T z = p[j] - max;
+      p[j] = z < kUnderflow ? T(0) : std::exp(z);
       total += p[j];
     }
     const T inv = T(1) / total;
