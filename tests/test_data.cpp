@@ -16,8 +16,10 @@
 #include "data/tasks.h"
 #include "data/tokenizer.h"
 #include "tests/test_files.h"
+#include "test_batches.h"
 
 using namespace relpos;
+using testing::same_batches;
 using testing::TempDir;
 
 namespace {
@@ -36,15 +38,6 @@ std::string sample_text(std::size_t size) {
 std::vector<std::int64_t> row_of(const Tensor& t, std::int64_t row) {
   const std::int64_t* p = t.data<std::int64_t>() + row * t.size(1);
   return {p, p + t.size(1)};
-}
-
-bool same_batches(const std::vector<Batch>& a, const std::vector<Batch>& b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (a[i].inputs.to_vector() != b[i].inputs.to_vector() ||
-        a[i].targets.to_vector() != b[i].targets.to_vector())
-      return false;
-  return true;
 }
 
 bool is_symbol(std::int64_t token, std::int64_t num_symbols) {

@@ -19,8 +19,10 @@
 #include "train/evaluate.h"
 #include "train/sample.h"
 #include "train/trainer.h"
+#include "test_batches.h"
 
 using namespace relpos;
+using testing::same_batches;
 namespace fs = std::filesystem;
 using Catch::Contains;
 using testing::TempDir;
@@ -102,15 +104,6 @@ MaskCounts mask_and_count(std::int64_t rows, std::int64_t seq_len, double mask_p
 
 double share(std::int64_t part, std::int64_t whole) {
   return static_cast<double>(part) / static_cast<double>(whole);
-}
-
-bool same_batches(const std::vector<Batch>& a, const std::vector<Batch>& b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (a[i].inputs.to_vector() != b[i].inputs.to_vector() ||
-        a[i].targets.to_vector() != b[i].targets.to_vector())
-      return false;
-  return true;
 }
 
 // A text file of 20000 bytes covering every byte value.
