@@ -21,6 +21,7 @@
 #include "train/config_schema.h"
 #include "train/config_value.h"
 #include "train/evaluate.h"
+#include "train/atomic_file.h"
 #include "train/metrics.h"
 #include "train/plot/line_chart.h"
 #include "train/run_summary.h"

@@ -1,9 +1,7 @@
 #include "train/checkpoint.h"
 
 #include <H5Cpp.h>
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -14,6 +12,7 @@
 #include <utility>
 
 #include "autograd/error.h"
+#include "train/atomic_file.h"
 
 namespace relpos {
 
@@ -32,7 +31,6 @@ bool is_reserved_state_attribute(const std::string& name) {
          name == kFormatVersionAttribute || name == kConfigAttribute;
 }
 
-std::string errno_message(int error) { return std::generic_category().message(error); }
 
 // HDF5 reports a failure through its "auto" error handler, before the C++ wrapper
 // throws and before unwinding closes objects (which clears the error stack). Our
@@ -239,59 +237,6 @@ std::vector<char> hdf5_image(const fs::path& label, const Checkpoint& checkpoint
   return image;
 }
 
-// open(2) + fsync(2) + close(2) of a directory, so that a rename in it is durable.
-void fsync_directory(const fs::path& dir) {
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  require(fd >= 0, "cannot open directory {} to fsync it: {}", dir.string(), errno_message(errno));
-  const int rc = ::fsync(fd);
-  const int error = errno;
-  ::close(fd);
-  require(rc == 0, "fsync of directory {} failed: {}", dir.string(), errno_message(error));
-}
-
-// A new file opened for writing. Unless commit() renamed it onto its target,
-// the destructor removes it again.
-class TemporaryFile {
- public:
-  explicit TemporaryFile(fs::path path) : path_(std::move(path)) {
-    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    require(fd_ >= 0, "cannot create {}: {}", path_.string(), errno_message(errno));
-  }
-  ~TemporaryFile() {
-    if (fd_ >= 0) ::close(fd_);
-    if (committed_) return;
-    std::error_code ignored;
-    fs::remove(path_, ignored);
-  }
-  TemporaryFile(const TemporaryFile&) = delete;
-  TemporaryFile& operator=(const TemporaryFile&) = delete;
-
-  void write_all(const std::vector<char>& bytes) {
-    for (std::size_t done = 0; done < bytes.size();) {
-      const ssize_t n = ::write(fd_, bytes.data() + done, bytes.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      require(n > 0, "cannot write {}: {}", path_.string(), errno_message(errno));
-      done += static_cast<std::size_t>(n);
-    }
-  }
-
-  // fsync, close, then rename onto `target`.
-  void commit(const fs::path& target) {
-    require(::fsync(fd_) == 0, "fsync of {} failed: {}", path_.string(), errno_message(errno));
-    const int rc = ::close(fd_);
-    fd_ = -1;
-    require(rc == 0, "cannot close {}: {}", path_.string(), errno_message(errno));
-    require(std::rename(path_.c_str(), target.c_str()) == 0, "cannot rename {} onto it: {}",
-            path_.string(), errno_message(errno));
-    committed_ = true;
-  }
-
- private:
-  fs::path path_;
-  int fd_ = -1;
-  bool committed_ = false;
-};
-
 // ---- reading ----
 
 Tensor read_tensor(const H5::DataSet& dataset, const std::string& file) {
@@ -438,16 +383,11 @@ std::vector<std::pair<std::int64_t, fs::path>> list_checkpoints(const fs::path& 
 
 void save_checkpoint(const fs::path& path, const Checkpoint& checkpoint) {
   capture_hdf5_errors();
-  const fs::path tmp_path = path.string() + ".tmp";
-  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
   try {
     require(checkpoint.format_version == kCheckpointFormatVersion,
             "format_version {} cannot be written (this build writes version {})",
             checkpoint.format_version, kCheckpointFormatVersion);
-    TemporaryFile tmp(tmp_path);
-    tmp.write_all(hdf5_image(tmp_path, checkpoint));
-    tmp.commit(path);
-    fsync_directory(dir);
+    replace_file(path, hdf5_image(path.string() + ".tmp", checkpoint));
   } catch (const UsageError& error) {
     fail("cannot save checkpoint {}: {}", path.string(), error.what());
   } catch (const H5::Exception& error) {

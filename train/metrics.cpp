@@ -1,6 +1,5 @@
 #include "train/metrics.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -79,21 +78,6 @@ std::size_t peak_rss_bytes() {
   while (std::getline(status, line))
     if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;  // kB
   return 0;
-}
-
-void write_file_atomic(const std::filesystem::path& path, const std::string& text) {
-  const std::filesystem::path tmp = path.string() + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  require(fd >= 0, "cannot write {}: {}", path.string(), std::strerror(errno));
-  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
-                       ::fsync(fd) == 0;
-  const int saved_errno = errno;
-  ::close(fd);
-  if (!written || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int error = written ? errno : saved_errno;
-    std::filesystem::remove(tmp);
-    fail("cannot write {}: {}", path.string(), std::strerror(error));
-  }
 }
 
 }  // namespace relpos

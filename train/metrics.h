@@ -42,7 +42,4 @@ class Progress {
 // Peak resident set size of this process in bytes (VmHWM), 0 if unknown.
 std::size_t peak_rss_bytes();
 
-// Writes text to path atomically (tmp, fsync, rename); UsageError naming the path on failure.
-void write_file_atomic(const std::filesystem::path& path, const std::string& text);
-
 }  // namespace relpos

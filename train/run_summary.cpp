@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "autograd/error.h"
+#include "train/atomic_file.h"
 #include "train/metrics.h"
 
 namespace relpos {

@@ -14,6 +14,7 @@
 #include "optim/clip.h"
 #include "optim/sgd.h"
 #include "train/evaluate.h"
+#include "train/atomic_file.h"
 #include "train/metrics.h"
 
 namespace relpos {

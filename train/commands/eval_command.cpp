@@ -8,6 +8,7 @@
 #include "autograd/error.h"
 #include "train/commands/commands.h"
 #include "train/evaluate.h"
+#include "train/atomic_file.h"
 #include "train/metrics.h"
 #include "train/trainer.h"
 

@@ -2,17 +2,16 @@
 
 #include <fmt/format.h>
 #include <png.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <csetjmp>
 #include <cstdio>
 #include <new>
+#include <span>
 #include <string>
-#include <system_error>
 #include <vector>
 
 #include "autograd/error.h"
+#include "train/atomic_file.h"
 
 namespace relpos {
 
@@ -79,17 +78,6 @@ bool encode_png(const Image& image, std::vector<unsigned char>& out, char* messa
   return true;
 }
 
-std::string errno_message(int error) { return std::generic_category().message(error); }
-
-// Why creating a file at `path` failed with `error`, in words.
-std::string create_failure(const fs::path& path, int error) {
-  const fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
-  std::error_code ignored;
-  if (error == ENOENT && !fs::is_directory(dir, ignored))
-    return fmt::format("directory {} does not exist", dir.string());
-  return fmt::format("cannot create {}: {}", path.string(), errno_message(error));
-}
-
 }  // namespace
 
 void write_png(const fs::path& path, const Image& image) {
@@ -97,26 +85,10 @@ void write_png(const fs::path& path, const Image& image) {
   char message[kMessageSize] = {};
   require(encode_png(image, bytes, message), "cannot write PNG {}: {}", path.string(), message);
 
-  const fs::path tmp = path.string() + ".tmp";
-  std::FILE* file = std::fopen(tmp.c_str(), "wb");
-  if (file == nullptr) fail("cannot write PNG {}: {}", path.string(), create_failure(tmp, errno));
-  bool written = std::fwrite(bytes.data(), 1, bytes.size(), file) == bytes.size() &&
-                 std::fflush(file) == 0 && ::fsync(::fileno(file)) == 0;
-  int error = errno;
-  if (std::fclose(file) != 0 && written) {
-    written = false;
-    error = errno;
-  }
-  if (!written) {
-    std::remove(tmp.c_str());
-    fail("cannot write PNG {}: writing {} failed: {}", path.string(), tmp.string(),
-         errno_message(error));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    error = errno;
-    std::remove(tmp.c_str());
-    fail("cannot write PNG {}: cannot rename {} onto it: {}", path.string(), tmp.string(),
-         errno_message(error));
+  try {
+    replace_file(path, std::span(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  } catch (const UsageError& error) {
+    fail("cannot write PNG {}: {}", path.string(), error.what());
   }
 }
 
