@@ -56,5 +56,12 @@ void Backend::relative_softmax_backward(const RelativeSoftmaxArgs&, const Tensor
                                         const RelativeSoftmaxGrads&) {
   not_on_device(*this, "relative_softmax_backward");
 }
+void Backend::flash_attention(const FlashAttentionArgs&, const Tensor&, const Tensor&) {
+  not_on_device(*this, "flash_attention");
+}
+void Backend::flash_attention_backward(const FlashAttentionArgs&, const Tensor&, const Tensor&,
+                                       const Tensor&, const FlashAttentionGrads&) {
+  not_on_device(*this, "flash_attention_backward");
+}
 
 }  // namespace relpos

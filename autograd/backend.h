@@ -78,6 +78,35 @@ struct RelativeSoftmaxGrads {
   Tensor shifted;        // (rows, Lk) or undefined
 };
 
+// Tiled attention with position terms that never forms an (Lq, Lk) matrix
+// (FlashAttention-2 style; docs/relative-kernels.md). q, k, v, out and their
+// gradients are strided (B, H, L, D) views whose last axis is contiguous; the
+// other inputs are contiguous. For query i (position qpos(i) = Lk - Lq + i) and key j:
+//   logit[i, j] = scale * q_i·k_j
+//               + distance_bias[h, j + Lq-1-i]                         (T5, ALiBi)
+//               + term_scale * clipped[b, h, i, clip(j - qpos(i), -k, k) + k]  (Shaw keys)
+//               + term_scale * xl_query[b, h, i]·xl_r[h, j + Lq-1-i]    (Transformer-XL)
+// masked where causal and j > qpos(i); p = softmax over j;
+//   out[b, h, i, :D] = Σ_j p_ij v_j, and with value_bins also
+//   out[b, h, i, D + c] = Σ_{j : clip(j - qpos(i)) + k = c} p_ij            (Shaw values).
+struct FlashAttentionArgs {
+  Tensor q, k, v;        // (B, H, Lq|Lk, D)
+  Tensor distance_bias;  // optional (H, Lq+Lk-1)
+  Tensor clipped;        // optional (B, H, Lq, 2k+1)
+  Tensor xl_query;       // optional (B, H, Lq, D), with xl_r (H, Lk, D)
+  Tensor xl_r;
+  std::int64_t clip = 0;    // Shaw's k, for clipped and value_bins
+  bool value_bins = false;  // out has D + 2k+1 columns
+  double scale = 1.0;
+  double term_scale = 1.0;
+  bool causal = false;
+};
+
+// Undefined members are not wanted. q, k, v may be strided like the inputs.
+struct FlashAttentionGrads {
+  Tensor q, k, v, distance_bias, clipped, xl_query, xl_r;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -178,6 +207,34 @@ class Backend {
   virtual void relative_softmax_backward(const RelativeSoftmaxArgs& args, const Tensor& probs,
                                          const Tensor& grad_probs,
                                          const RelativeSoftmaxGrads& grads);
+  // Tiled attention (see FlashAttentionArgs): writes out (B, H, Lq, D [+ 2k+1]) and the
+  // per-row log-sum-exp lse (B, H, Lq) that the backward recomputes probabilities from.
+  virtual void flash_attention(const FlashAttentionArgs& args, const Tensor& out,
+                               const Tensor& lse);
+  // Gradients of every wanted input from grad_out; the learned tables' gradients are
+  // reduced over the batch in a fixed order (deterministic).
+  virtual void flash_attention_backward(const FlashAttentionArgs& args, const Tensor& out,
+                                        const Tensor& lse, const Tensor& grad_out,
+                                        const FlashAttentionGrads& grads);
+
+  // ---- optimizer kernels (optim/adam.cpp, optim/clip.cpp): one pass over many tensors ----
+  // One Adam/AdamW step of each entry; all four tensors contiguous, of one shape and floating
+  // dtype. The caller computes the coefficients in double; they are rounded to the dtype and
+  // applied per element with explicit FMAs, so every backend gives the same bits:
+  //   g = l2 != 0 ? fma(l2, p, g) : g        p = shrink != 1 ? p * shrink : p
+  //   m = fma(m, beta1, (1 - beta1) * g)     v = fma(v, beta2, (1 - beta2) * g * g)
+  //   p = fma(-step_size, m / (sqrt(v) / bias_correction2_sqrt + eps), p)
+  struct AdamUpdate {
+    Tensor param, grad, exp_avg, exp_avg_sq;
+    double l2 = 0.0, shrink = 1.0, beta1 = 0.0, beta2 = 0.0, step_size = 0.0,
+           bias_correction2_sqrt = 1.0, eps = 0.0;
+  };
+  virtual void adam_update(const std::vector<AdamUpdate>& updates) = 0;
+  // Returns the L2 norm of all `grads` (contiguous, floating) taken together, the squares
+  // summed in double in a fixed order. When the norm is finite and coef = max_norm / (norm +
+  // eps) is below 1, every grad is scaled in place by coef (rounded to its dtype).
+  virtual double clip_grad_norm(const std::vector<Tensor>& grads, double max_norm,
+                                double eps) = 0;
 };
 
 Backend& backend_for(Device device);

@@ -5,6 +5,7 @@
 
 #include "autograd/error.h"
 #include "autograd/ops/elementwise.h"
+#include "autograd/ops/flash_attention.h"
 #include "autograd/ops/mask.h"
 #include "autograd/ops/matmul.h"
 #include "autograd/ops/relative.h"
@@ -29,7 +30,43 @@ Tensor like(const Tensor& term, const Tensor& q) {
 // (H, D) -> (1, H, 1, D) so it broadcasts against q.
 Tensor head_bias(const Tensor& b) { return reshape(b, {1, b.size(0), 1, b.size(1)}); }
 
+// The flash path: every term goes into the tiled kernel; Shaw's value term is the
+// kernel's bins times A.
+Tensor flash_path(const Tensor& q, const Tensor& k, const Tensor& v, const PositionTerms& terms,
+                  bool causal) {
+  const std::int64_t batch = q.size(0), d = q.size(3);
+  const double inv_sqrt_d = 1.0 / std::sqrt(static_cast<double>(d));
+  FlashTerms ft;
+  ft.scale = terms.scale_scores ? inv_sqrt_d : 1.0;
+  ft.term_scale = inv_sqrt_d;
+  ft.causal = causal;
+  ft.distance_bias = like(terms.distance_bias, q);
+  ft.clip = terms.shaw_clip;
+  if (terms.shaw_keys.defined())  // q·Bᵀ: (B, H, Lq, 2k+1)
+    ft.clipped = matmul(q, transpose(per_head_operand(terms.shaw_keys, batch), -1, -2));
+  ft.value_bins = terms.shaw_values.defined();
+  Tensor content_q = q;
+  if (terms.xl_r.defined()) {
+    content_q = add(q, head_bias(terms.xl_u));
+    ft.xl_query = add(q, head_bias(terms.xl_v));
+    ft.xl_r = terms.xl_r;
+  }
+  Tensor out = flash_attention(content_q, k, v, ft);  // (B, H, Lq, D [+ 2k+1])
+  if (!ft.value_bins) return out;
+  Tensor bins = slice(out, -1, d, out.size(-1));      // (B, H, Lq, 2k+1)
+  return add(slice(out, -1, 0, d), matmul(bins, per_head_operand(terms.shaw_values, batch)));
+}
+
 }  // namespace
+
+const char* name_of(AttentionPath path) {
+  switch (path) {
+    case AttentionPath::flash: return "flash";
+    case AttentionPath::fused: return "fused";
+    case AttentionPath::composed: return "composed";
+  }
+  return "?";
+}
 
 Tensor scaled_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                         const PositionTerms& terms, bool causal, AttentionPath path) {
@@ -43,6 +80,8 @@ Tensor scaled_attention(const Tensor& q, const Tensor& k, const Tensor& v,
           k.describe(), v.describe());
   const bool xl = terms.xl_r.defined();
   require(!xl || causal, "attention: Transformer-XL terms need causal attention");
+  if (path == AttentionPath::flash && q.device() == Device::cpu)
+    return flash_path(q, k, v, terms, causal);
   const double inv_sqrt_d = 1.0 / std::sqrt(static_cast<double>(d));
   const Tensor k_t = transpose(k, -1, -2);  // (B, H, D, Lk)
 
@@ -65,7 +104,7 @@ Tensor scaled_attention(const Tensor& q, const Tensor& k, const Tensor& v,
   }
 
   Tensor probs;
-  if (path == AttentionPath::fused) {
+  if (path != AttentionPath::composed) {
     probs = relative_softmax(scores, rt);
   } else {
     Tensor logits = mul_scalar(scores, rt.scale);

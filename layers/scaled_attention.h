@@ -17,12 +17,15 @@ struct PositionTerms {
   bool scale_scores = true;  // false: q·k is not divided by sqrt(D) (a T5 option)
 };
 
-// fused: one position-aware softmax kernel (default). composed: the same math
-// from separate differentiable ops, kept as the independent reference.
-enum class AttentionPath { fused, composed };
+// flash: tiled attention that never forms an (Lq, Lk) matrix (default; on the CPU,
+// other devices use fused). fused: (Lq, Lk) scores with one position-aware softmax
+// kernel. composed: the same math from separate differentiable ops, kept as the
+// independent reference. The order is the config's (model.attention).
+enum class AttentionPath { flash, fused, composed };
+const char* name_of(AttentionPath path);
 
 Tensor scaled_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                         const PositionTerms& terms, bool causal,
-                        AttentionPath path = AttentionPath::fused);
+                        AttentionPath path = AttentionPath::flash);
 
 }  // namespace relpos

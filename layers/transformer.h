@@ -23,7 +23,7 @@ struct ModelConfig {
   bool tie_embeddings = true;
   bool causal = true;
   PositionConfig position;
-  AttentionPath attention_path = AttentionPath::fused;
+  AttentionPath attention_path = AttentionPath::flash;
 };
 
 // Per-layer state carried between calls: a KV cache (sampling) or XL memory (training).

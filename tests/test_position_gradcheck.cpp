@@ -76,9 +76,10 @@ void gradcheck_attention(const char* scheme, bool causal, std::int64_t lq, std::
     in.push_back(leaf({h, d}, rng, 0.5));      // u
     in.push_back(leaf({h, d}, rng, 0.5));      // v
   }
-  for (AttentionPath path : {AttentionPath::fused, AttentionPath::composed}) {
+  for (AttentionPath path :
+       {AttentionPath::flash, AttentionPath::fused, AttentionPath::composed}) {
     INFO(scheme << " causal=" << causal << " Lq=" << lq << " Lk=" << lk << " path="
-                << (path == AttentionPath::fused ? "fused" : "composed"));
+                << name_of(path));
     require_gradcheck(
         [&](const std::vector<Tensor>& x) {
           PositionTerms t;

@@ -65,7 +65,7 @@ void check_against_fixture(const std::string& scheme, const std::string& name, D
   const Fixture f = testing::load_fixture(name);
   const double tol = dtype == DType::f64 ? 1e-9 : 1e-4;
   Case r = run_case(scheme, f, dtype, path);
-  INFO(name << (path == AttentionPath::fused ? " fused " : " composed ") << name_of(dtype));
+  INFO(name << " " << name_of(path) << " " << name_of(dtype));
   testing::require_close(r.out.to_vector(), f.at("out").to_vector(), tol);
   backward(r.out, f.at("grad_out").to(dtype));
   for (const auto& [leaf, tensor] : r.leaves) {
@@ -97,7 +97,8 @@ TEST_CASE("every scheme matches the PyTorch reference: outputs and all gradients
   for (const auto& [scheme, names] : kCases)
     for (const auto& name : names)
       for (DType dtype : {DType::f64, DType::f32})
-        for (AttentionPath path : {AttentionPath::fused, AttentionPath::composed})
+        for (AttentionPath path :
+             {AttentionPath::flash, AttentionPath::fused, AttentionPath::composed})
           check_against_fixture(scheme, name, dtype, path);
 }
 

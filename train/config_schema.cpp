@@ -48,8 +48,9 @@ std::vector<ConfigKey> build_schema() {
        "causal (left-to-right) attention mask",
        [](RunConfig& c) -> F { return &c.model.causal; }},
       {"model.attention",
-       {"fused", "composed"},
-       "attention kernel: fused, or composed of primitive ops (slower; for checking)",
+       {"flash", "fused", "composed"},
+       "attention kernel: flash (tiled, no L x L; CPU), fused (L x L scores, one softmax "
+       "kernel) or composed of primitive ops (slowest; the reference)",
        [](RunConfig& c) -> F { return &c.model.attention_path; }},
       // ---- model.position ----
       {"model.position.scheme",

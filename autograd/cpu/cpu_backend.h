@@ -60,6 +60,15 @@ class CpuBackend final : public Backend {
   void relative_softmax_backward(const RelativeSoftmaxArgs& args, const Tensor& probs,
                                  const Tensor& grad_probs,
                                  const RelativeSoftmaxGrads& grads) override;
+  void flash_attention(const FlashAttentionArgs& args, const Tensor& out,
+                       const Tensor& lse) override;
+  void flash_attention_backward(const FlashAttentionArgs& args, const Tensor& out,
+                                const Tensor& lse, const Tensor& grad_out,
+                                const FlashAttentionGrads& grads) override;
+
+  // optimizer kernels (optimizer.cpp)
+  void adam_update(const std::vector<AdamUpdate>& updates) override;
+  double clip_grad_norm(const std::vector<Tensor>& grads, double max_norm, double eps) override;
 };
 
 CpuBackend& cpu_backend();

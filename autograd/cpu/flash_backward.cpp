@@ -1,0 +1,215 @@
+// Tiled attention backward on the CPU: each (batch, head) task recomputes its
+// blocks' probabilities from the saved log-sum-exp and accumulates dq, dk, dv and
+// the position terms' gradients block by block. Gradients of tables shared by
+// the batch (distance bias, XL's W_r R) are written per task and summed over the
+// batch afterwards in a fixed order, so results do not depend on threading.
+#include <vector>
+
+#include "autograd/cpu/cpu_backend.h"
+#include "autograd/cpu/fast_exp.h"
+#include "autograd/cpu/flash_tile.h"
+#include "autograd/cpu/parallel.h"
+
+namespace relpos {
+namespace {
+
+using cpu::FlashBlock;
+using cpu::FlashGeometry;
+
+struct BackwardTensors {
+  const FlashAttentionArgs& a;
+  const Tensor& out;
+  const Tensor& lse;
+  const Tensor& grad_out;
+  const FlashAttentionGrads& grads;
+  Tensor bias_partial;  // f64 (B, H, Lq+Lk-1) or undefined
+  Tensor r_partial;     // (B, H, Lk, D) or undefined
+};
+
+// Zeroes rows [0, n) of a head slice, `cols` wide.
+template <class T>
+void zero_rows(const cpu::HeadRows<T>& rows, std::int64_t n, std::int64_t cols) {
+  if (!rows.base) return;
+  for (std::int64_t r = 0; r < n; ++r) std::fill(rows.row(r), rows.row(r) + cols, T(0));
+}
+
+// Row r of the block: probabilities from the logits, then dlogits = p * (dp - delta).
+// dp arrives as grad_out·v and gains the Shaw value bins' gradient here.
+template <class T>
+void logits_gradient_row(const FlashGeometry& g, const FlashBlock& blk, std::int64_t r,
+                         T lse, T delta, const T* grad_bins, T* p, T* dp) {
+  const std::int64_t n = blk.visible(g, r);
+  cpu::exp_shifted(p, lse, p, n);
+  std::fill(p + n, p + blk.cols, T(0));
+  if (grad_bins) {
+    T* dpj = dp - blk.j0;
+    cpu::for_clipped_ranges(g, blk.i0 + r, blk.j0, n,
+                            [&](std::int64_t j_begin, std::int64_t j_end, std::int64_t bin,
+                                std::int64_t band_offset) {
+                              if (bin >= 0) {
+                                for (std::int64_t j = j_begin; j < j_end; ++j)
+                                  dpj[j] += grad_bins[bin];
+                              } else {
+                                for (std::int64_t j = j_begin; j < j_end; ++j)
+                                  dpj[j] += grad_bins[j + band_offset];
+                              }
+                            });
+  }
+  for (std::int64_t c = 0; c < n; ++c) dp[c] = p[c] * (dp[c] - delta);
+  std::fill(dp + n, dp + blk.cols, T(0));
+}
+
+// Shaw keys: dclipped[i, bin] += term_scale * Σ dlogits over the bin's keys.
+template <class T>
+void clipped_gradient_row(const FlashGeometry& g, const FlashBlock& blk, std::int64_t r,
+                          T term_scale, const T* ds, T* dclipped_row) {
+  const T* d = ds - blk.j0;
+  cpu::for_clipped_ranges(g, blk.i0 + r, blk.j0, blk.visible(g, r),
+                          [&](std::int64_t j_begin, std::int64_t j_end, std::int64_t bin,
+                              std::int64_t band_offset) {
+                            if (bin >= 0) {
+                              T total = 0;
+                              for (std::int64_t j = j_begin; j < j_end; ++j) total += d[j];
+                              dclipped_row[bin] += term_scale * total;
+                            } else {
+                              for (std::int64_t j = j_begin; j < j_end; ++j)
+                                dclipped_row[j + band_offset] += term_scale * d[j];
+                            }
+                          });
+}
+
+template <class T>
+void backward_head(const BackwardTensors& t, const FlashGeometry& g, std::int64_t b,
+                   std::int64_t h) {
+  const FlashAttentionArgs& a = t.a;
+  const FlashAttentionGrads& gr = t.grads;
+  auto& scratch = cpu::FlashScratch<T>::local();
+  thread_local std::vector<T> delta, dq, dxq;
+  const T scale = static_cast<T>(a.scale), term_scale = static_cast<T>(a.term_scale);
+  const std::int64_t task = b * g.heads + h;
+  const auto q = cpu::head_rows<T>(a.q, b, h), k = cpu::head_rows<T>(a.k, b, h),
+             v = cpu::head_rows<T>(a.v, b, h), o = cpu::head_rows<T>(t.out, b, h),
+             go = cpu::head_rows<T>(t.grad_out, b, h);
+  const auto dq_rows = cpu::head_rows<T>(gr.q, b, h), dk = cpu::head_rows<T>(gr.k, b, h),
+             dv = cpu::head_rows<T>(gr.v, b, h);
+  const std::int64_t out_cols = g.dim + (a.value_bins ? g.width : 0);
+  const T* lse = t.lse.data<T>() + task * g.q_len;
+  const bool xl = a.xl_r.defined();
+  const T* xq_all = xl ? a.xl_query.data<T>() + task * g.q_len * g.dim : nullptr;
+  T* dxq_all = gr.xl_query.defined() ? gr.xl_query.data<T>() + task * g.q_len * g.dim : nullptr;
+  T* dr = t.r_partial.defined() ? t.r_partial.data<T>() + task * g.k_len * g.dim : nullptr;
+  T* dclipped = gr.clipped.defined() ? gr.clipped.data<T>() + task * g.q_len * g.width : nullptr;
+  double* dbias = t.bias_partial.defined() ? t.bias_partial.data<double>() + task * g.n_dist
+                                           : nullptr;
+  // delta_i = Σ_c out[i, c] · grad_out[i, c] = Σ_j p_ij dp_ij (bins included).
+  delta.resize(g.q_len);
+  for (std::int64_t i = 0; i < g.q_len; ++i) {
+    T acc = 0;
+    for (std::int64_t c = 0; c < out_cols; ++c) acc += o.row(i)[c] * go.row(i)[c];
+    delta[i] = acc;
+  }
+  zero_rows(dk, g.k_len, g.dim);
+  zero_rows(dv, g.k_len, g.dim);
+  if (dr) std::fill(dr, dr + g.k_len * g.dim, T(0));
+  if (dclipped) std::fill(dclipped, dclipped + g.q_len * g.width, T(0));
+  if (dbias) std::fill(dbias, dbias + g.n_dist, 0.0);
+  for (std::int64_t i0 = 0; i0 < g.q_len; i0 += cpu::kQueryTile) {
+    const std::int64_t rows = std::min(cpu::kQueryTile, g.q_len - i0);
+    dq.assign(rows * g.dim, T(0));
+    dxq.assign(dxq_all || dr ? rows * g.dim : 0, T(0));
+    const std::int64_t key_end = g.key_end(i0 + rows - 1);
+    for (std::int64_t j0 = 0; j0 < key_end; j0 += cpu::kKeyTile) {
+      const FlashBlock blk{i0, rows, j0, std::min(cpu::kKeyTile, key_end - j0)};
+      T* p = scratch.logits.data();
+      T* ds = scratch.grad.data();
+      cpu::block_logits<T>(a, g, b, h, blk, p, scratch.xl.data());
+      // dp = grad_out_tile · v_tileᵀ (the first D columns of grad_out)
+      cpu::gemm_rows<T>(false, true, rows, blk.cols, g.dim, T(1), go.row(i0), go.stride,
+                        v.row(j0), v.stride, T(0), ds, cpu::kKeyTile);
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const T* grad_bins = a.value_bins ? go.row(i0 + r) + g.dim : nullptr;
+        logits_gradient_row(g, blk, r, lse[i0 + r], delta[i0 + r], grad_bins,
+                            p + r * cpu::kKeyTile, ds + r * cpu::kKeyTile);
+      }
+      if (dv.base)  // dv_tile += pᵀ · grad_out_tile
+        cpu::gemm_rows<T>(true, false, blk.cols, g.dim, rows, T(1), p, cpu::kKeyTile, go.row(i0),
+                          go.stride, T(1), dv.row(j0), dv.stride);
+      if (dk.base)  // dk_tile += scale · dsᵀ · q_tile
+        cpu::gemm_rows<T>(true, false, blk.cols, g.dim, rows, scale, ds, cpu::kKeyTile,
+                          q.row(i0), q.stride, T(1), dk.row(j0), dk.stride);
+      if (dq_rows.base)  // dq_tile += scale · ds · k_tile
+        cpu::gemm_rows<T>(false, false, rows, g.dim, blk.cols, scale, ds, cpu::kKeyTile,
+                          k.row(j0), k.stride, T(1), dq.data(), g.dim);
+      for (std::int64_t r = 0; r < rows && (dbias || dclipped); ++r) {
+        const T* dsr = ds + r * cpu::kKeyTile;
+        const std::int64_t i = i0 + r, n = blk.visible(g, r);
+        if (dbias) {
+          double* acc = dbias + g.distance_index(i, j0);
+          for (std::int64_t c = 0; c < n; ++c) acc[c] += dsr[c];
+        }
+        if (dclipped) clipped_gradient_row(g, blk, r, term_scale, dsr, dclipped + i * g.width);
+      }
+      if (xl && (dxq_all || dr)) {
+        // E (rows, xl_width): the block's dlogits placed at their distance columns.
+        const std::int64_t lo = blk.xl_lo(g), width = blk.xl_width(g);
+        T* e = scratch.xl.data();
+        std::fill(e, e + rows * cpu::kXlWidth, T(0));
+        for (std::int64_t r = 0; r < rows; ++r) {
+          T* er = e + r * cpu::kXlWidth + blk.xl_shift(r);
+          const T* dsr = ds + r * cpu::kKeyTile;
+          for (std::int64_t c = 0, n = blk.visible(g, r); c < n; ++c) er[c] = term_scale * dsr[c];
+        }
+        const T* r_rows = a.xl_r.data<T>() + (h * g.k_len + lo) * g.dim;
+        // dxq_tile += E · r_slice;  dr_slice += Eᵀ · xq_tile
+        cpu::gemm_rows<T>(false, false, rows, g.dim, width, T(1), e, cpu::kXlWidth, r_rows, g.dim,
+                          T(1), dxq.data(), g.dim);
+        if (dr)
+          cpu::gemm_rows<T>(true, false, width, g.dim, rows, T(1), e, cpu::kXlWidth,
+                            xq_all + i0 * g.dim, g.dim, T(1), dr + lo * g.dim, g.dim);
+      }
+    }
+    for (std::int64_t r = 0; r < rows && dq_rows.base; ++r)
+      std::copy(dq.begin() + r * g.dim, dq.begin() + (r + 1) * g.dim, dq_rows.row(i0 + r));
+    if (dxq_all) std::copy(dxq.begin(), dxq.end(), dxq_all + i0 * g.dim);
+  }
+}
+
+// out[h, n] = Σ_b partial[b, h, n], b in increasing order.
+template <class T, class P>
+void sum_over_batch(const P* partial, std::int64_t batch, std::int64_t heads, std::int64_t n,
+                    T* out) {
+  cpu::parallel_for(heads, heads * n > 65536, [&](std::int64_t h) {
+    for (std::int64_t e = 0; e < n; ++e) {
+      double acc = 0;
+      for (std::int64_t b = 0; b < batch; ++b) acc += partial[(b * heads + h) * n + e];
+      out[h * n + e] = static_cast<T>(acc);
+    }
+  });
+}
+
+}  // namespace
+
+void CpuBackend::flash_attention_backward(const FlashAttentionArgs& args, const Tensor& out,
+                                          const Tensor& lse, const Tensor& grad_out,
+                                          const FlashAttentionGrads& grads) {
+  const FlashGeometry g(args);
+  dispatch_floating(out.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    BackwardTensors t{args, out, lse, grad_out, grads, {}, {}};
+    if (grads.distance_bias.defined())
+      t.bias_partial = Tensor::empty({g.batch, g.heads, g.n_dist}, DType::f64);
+    if (grads.xl_r.defined())
+      t.r_partial = Tensor::empty({g.batch, g.heads, g.k_len, g.dim}, out.dtype());
+    cpu::parallel_for(g.batch * g.heads, g.worth_threads(), [&](std::int64_t bh) {
+      backward_head<T>(t, g, bh / g.heads, bh % g.heads);
+    });
+    if (t.bias_partial.defined())
+      sum_over_batch(t.bias_partial.data<double>(), g.batch, g.heads, g.n_dist,
+                     grads.distance_bias.data<T>());
+    if (t.r_partial.defined())
+      sum_over_batch(t.r_partial.data<T>(), g.batch, g.heads, g.k_len * g.dim,
+                     grads.xl_r.data<T>());
+  });
+}
+
+}  // namespace relpos

@@ -1,0 +1,158 @@
+#pragma once
+// What the tiled attention's forward and backward share: the geometry of one
+// (batch, head) slice and the logits of one (query tile, key tile) block with
+// every position term added (see FlashAttentionArgs in autograd/backend.h).
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "autograd/backend.h"
+#include "autograd/cpu/blas_call.h"
+#include "autograd/cpu/clipped_ranges.h"
+
+namespace relpos::cpu {
+
+// Queries per tile, and keys per tile. Transformer-XL's position GEMM per block
+// spans kQueryTile + kKeyTile - 1 distances, so tall-and-narrow query tiles keep
+// its overhead over kKeyTile small.
+inline constexpr std::int64_t kQueryTile = 32;
+inline constexpr std::int64_t kKeyTile = 128;
+inline constexpr std::int64_t kXlWidth = kQueryTile + kKeyTile - 1;
+
+// Rows of one (b, h) slice of a (B, H, L, C) tensor whose last axis is contiguous.
+template <class T>
+struct HeadRows {
+  T* base = nullptr;
+  std::int64_t stride = 0;
+  T* row(std::int64_t r) const { return base + r * stride; }
+};
+
+template <class T>
+HeadRows<T> head_rows(const Tensor& t, std::int64_t b, std::int64_t h) {
+  if (!t.defined()) return {};
+  const Shape& s = t.strides();
+  return {t.data<T>() + b * s[0] + h * s[1], s[2]};
+}
+
+struct FlashGeometry {
+  std::int64_t batch, heads, q_len, k_len, dim, clip, width, n_dist;
+  bool causal;
+
+  explicit FlashGeometry(const FlashAttentionArgs& a)
+      : batch(a.q.size(0)),
+        heads(a.q.size(1)),
+        q_len(a.q.size(2)),
+        k_len(a.k.size(2)),
+        dim(a.q.size(3)),
+        clip(a.clip),
+        width(2 * a.clip + 1),
+        n_dist(a.q.size(2) + a.k.size(2) - 1),
+        causal(a.causal) {}
+
+  // Whether the (batch, head) tasks are big enough to pay for starting threads.
+  bool worth_threads() const { return batch * heads * q_len * k_len * dim > (1 << 18); }
+  std::int64_t qpos(std::int64_t i) const { return k_len - q_len + i; }
+  // Keys j < key_end(i) are visible to query i.
+  std::int64_t key_end(std::int64_t i) const { return causal ? qpos(i) + 1 : k_len; }
+  // Index of key j in a vector over relative distances, for query i.
+  std::int64_t distance_index(std::int64_t i, std::int64_t j) const { return j + q_len - 1 - i; }
+};
+
+// One block: queries [i0, i0 + rows) against keys [j0, j0 + cols).
+struct FlashBlock {
+  std::int64_t i0, rows, j0, cols;
+  // Visible keys of block row r: the first visible(r) columns.
+  std::int64_t visible(const FlashGeometry& g, std::int64_t r) const {
+    return std::clamp(g.key_end(i0 + r) - j0, std::int64_t{0}, cols);
+  }
+  // Transformer-XL: the distances the block needs, [xl_lo, xl_lo + xl_width), and the
+  // column of G (the block's query rows against those distances) that holds key j0 of row r.
+  std::int64_t xl_lo(const FlashGeometry& g) const { return g.distance_index(i0 + rows - 1, j0); }
+  std::int64_t xl_width(const FlashGeometry& g) const {
+    return std::min(g.distance_index(i0, j0 + cols - 1), g.k_len - 1) - xl_lo(g) + 1;
+  }
+  std::int64_t xl_shift(std::int64_t r) const { return rows - 1 - r; }
+};
+
+// Applies `body(j_begin, j_end, bin)` to the three clipped-distance ranges of keys
+// [j0, j0 + n) for query i: bin is the fixed Shaw bin (0 or 2k) or -1 for the band,
+// where key j uses bin j + band_offset.
+template <class Body>
+void for_clipped_ranges(const FlashGeometry& g, std::int64_t i, std::int64_t j0, std::int64_t n,
+                        Body&& body) {
+  const ClippedRanges cr = clipped_ranges(g.qpos(i), g.clip, g.k_len);
+  const std::int64_t end = j0 + n;
+  const std::int64_t left_end = std::clamp(cr.left_end, j0, end);
+  const std::int64_t band_end = std::clamp(cr.band_end, left_end, end);
+  if (j0 < left_end) body(j0, left_end, std::int64_t{0}, cr.band_offset);
+  if (left_end < band_end) body(left_end, band_end, std::int64_t{-1}, cr.band_offset);
+  if (band_end < end) body(band_end, end, 2 * g.clip, cr.band_offset);
+}
+
+// Per-thread scratch for one block; grows once, then is reused (no steady-state allocation).
+template <class T>
+struct FlashScratch {
+  std::vector<T> logits, xl, grad;  // (kQueryTile, kKeyTile), (kQueryTile, kXlWidth), ditto
+  FlashScratch()
+      : logits(kQueryTile * kKeyTile), xl(kQueryTile * kXlWidth), grad(kQueryTile * kKeyTile) {}
+  static FlashScratch& local() {
+    thread_local FlashScratch scratch;
+    return scratch;
+  }
+};
+
+// s (rows, kKeyTile) = the block's logits; masked entries are -inf.
+template <class T>
+void block_logits(const FlashAttentionArgs& a, const FlashGeometry& g, std::int64_t b,
+                  std::int64_t h, const FlashBlock& blk, T* s, T* xl_scratch) {
+  const HeadRows<const T> q = {head_rows<T>(a.q, b, h).base, a.q.strides()[2]};
+  const HeadRows<const T> k = {head_rows<T>(a.k, b, h).base, a.k.strides()[2]};
+  const T term_scale = static_cast<T>(a.term_scale);
+  // s = scale * q_tile · k_tileᵀ
+  gemm_rows<T>(false, true, blk.rows, blk.cols, g.dim, static_cast<T>(a.scale), q.row(blk.i0),
+               q.stride, k.row(blk.j0), k.stride, T(0), s, kKeyTile);
+  std::int64_t xl_width = 0;
+  if (a.xl_r.defined()) {
+    // G (rows, xl_width) = xl_query_tile · (W_r R)[xl_lo .. xl_lo + xl_width)ᵀ
+    const T* xq = a.xl_query.data<T>() + ((b * g.heads + h) * g.q_len + blk.i0) * g.dim;
+    const T* r = a.xl_r.data<T>() + (h * g.k_len + blk.xl_lo(g)) * g.dim;
+    xl_width = blk.xl_width(g);
+    gemm_rows<T>(false, true, blk.rows, xl_width, g.dim, T(1), xq, g.dim, r, g.dim, T(0),
+                 xl_scratch, kXlWidth);
+  }
+  const T* bias = a.distance_bias.defined() ? a.distance_bias.data<T>() + h * g.n_dist : nullptr;
+  const T* clipped = a.clipped.defined()
+                         ? a.clipped.data<T>() + (b * g.heads + h) * g.q_len * g.width
+                         : nullptr;
+  for (std::int64_t r = 0; r < blk.rows; ++r) {
+    const std::int64_t i = blk.i0 + r, n = blk.visible(g, r);
+    T* row = s + r * kKeyTile;
+    if (bias) {
+      const T* br = bias + g.distance_index(i, blk.j0);
+      for (std::int64_t c = 0; c < n; ++c) row[c] += br[c];
+    }
+    if (clipped) {
+      const T* cl = clipped + i * g.width;
+      for_clipped_ranges(g, i, blk.j0, n,
+                         [&](std::int64_t j_begin, std::int64_t j_end, std::int64_t bin,
+                             std::int64_t band_offset) {
+                           T* out = row - blk.j0;
+                           if (bin >= 0) {
+                             const T v = term_scale * cl[bin];
+                             for (std::int64_t j = j_begin; j < j_end; ++j) out[j] += v;
+                           } else {
+                             for (std::int64_t j = j_begin; j < j_end; ++j)
+                               out[j] += term_scale * cl[j + band_offset];
+                           }
+                         });
+    }
+    if (xl_width > 0) {
+      const T* x = xl_scratch + r * kXlWidth + blk.xl_shift(r);
+      for (std::int64_t c = 0; c < n; ++c) row[c] += term_scale * x[c];
+    }
+    std::fill(row + n, row + blk.cols, -std::numeric_limits<T>::infinity());
+  }
+}
+
+}  // namespace relpos::cpu

@@ -1,0 +1,119 @@
+#include "autograd/ops/flash_attention.h"
+
+#include "autograd/backend.h"
+#include "autograd/ops/check.h"
+#include "autograd/tape.h"
+
+namespace relpos {
+namespace {
+
+// x itself when its last axis is contiguous (the kernels take any other strides).
+Tensor rows_contiguous(const Tensor& x) { return x.strides().back() == 1 ? x : x.contiguous(); }
+
+// An uninitialised (B, H, L, C) tensor stored as (B, L, H, C): the layout that the
+// attention layer's head split and merge view without copying.
+Tensor empty_heads(std::int64_t batch, std::int64_t heads, std::int64_t len, std::int64_t cols,
+                   const Tensor& like) {
+  Tensor t = Tensor::empty({batch, len, heads, cols}, like.dtype(), like.device());
+  return Tensor::view_of(t, {batch, heads, len, cols},
+                         {len * heads * cols, cols, heads * cols, 1}, 0);
+}
+
+Tensor empty_heads_like(const Tensor& x) {
+  return empty_heads(x.size(0), x.size(1), x.size(2), x.size(3), x);
+}
+
+bool wants(const Tensor& t) { return t.defined() && t.requires_grad(); }
+
+void check_terms(const Tensor& q, const Tensor& k, const FlashTerms& terms) {
+  const std::int64_t batch = q.size(0), heads = q.size(1), q_len = q.size(2), d = q.size(3);
+  const std::int64_t k_len = k.size(2);
+  if (terms.distance_bias.defined()) {
+    check_same_kind(q, terms.distance_bias, "flash_attention");
+    if (!(terms.distance_bias.shape() == Shape{heads, q_len + k_len - 1}))
+      fail("flash_attention: distance bias {} must be (H, Lq+Lk-1) = ({}, {})",
+           terms.distance_bias.describe(), heads, q_len + k_len - 1);
+  }
+  require(terms.clip >= 0, "flash_attention: Shaw's clipping distance {} must be >= 0",
+          terms.clip);
+  if (terms.clipped.defined()) {
+    check_same_kind(q, terms.clipped, "flash_attention");
+    if (!(terms.clipped.shape() == Shape{batch, heads, q_len, 2 * terms.clip + 1}))
+      fail("flash_attention: clipped logits {} must be (B, H, Lq, 2k+1) with k={}",
+           terms.clipped.describe(), terms.clip);
+  }
+  if (terms.xl_query.defined() || terms.xl_r.defined()) {
+    require(terms.xl_query.defined() && terms.xl_r.defined(),
+            "flash_attention: Transformer-XL needs both xl_query and xl_r");
+    check_same_kind(q, terms.xl_query, "flash_attention");
+    check_same_kind(q, terms.xl_r, "flash_attention");
+    if (!(terms.xl_query.shape() == q.shape() && terms.xl_r.shape() == Shape{heads, k_len, d}))
+      fail("flash_attention: xl_query {} must match q {} and xl_r {} must be (H, Lk, D)",
+           terms.xl_query.describe(), q.describe(), terms.xl_r.describe());
+    require(terms.causal, "flash_attention: Transformer-XL terms need causal attention");
+  }
+}
+
+}  // namespace
+
+Tensor flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, const FlashTerms& terms) {
+  check_same_kind(q, k, "flash_attention");
+  check_same_kind(q, v, "flash_attention");
+  if (!(q.dim() == 4 && k.dim() == 4 && k.shape() == v.shape() && k.size(0) == q.size(0) &&
+        k.size(1) == q.size(1) && k.size(3) == q.size(3) && k.size(2) >= q.size(2)))
+    fail("flash_attention: q {}, k {}, v {} must be (B, H, Lq, D), (B, H, Lk, D) with Lk >= Lq",
+         q.describe(), k.describe(), v.describe());
+  check_terms(q, k, terms);
+  FlashAttentionArgs args;
+  args.q = rows_contiguous(q);
+  args.k = rows_contiguous(k);
+  args.v = rows_contiguous(v);
+  auto contiguous_if = [](const Tensor& t) { return t.defined() ? t.contiguous() : t; };
+  args.distance_bias = contiguous_if(terms.distance_bias);
+  args.clipped = contiguous_if(terms.clipped);
+  args.xl_query = contiguous_if(terms.xl_query);
+  args.xl_r = contiguous_if(terms.xl_r);
+  args.clip = terms.clip;
+  args.value_bins = terms.value_bins;
+  args.scale = terms.scale;
+  args.term_scale = terms.term_scale;
+  args.causal = terms.causal;
+
+  const std::int64_t batch = q.size(0), heads = q.size(1), q_len = q.size(2);
+  const std::int64_t out_cols = q.size(3) + (terms.value_bins ? 2 * terms.clip + 1 : 0);
+  Tensor out = empty_heads(batch, heads, q_len, out_cols, q);            // (B, H, Lq, D [+ 2k+1])
+  Tensor lse = Tensor::empty({batch, heads, q_len}, q.dtype(), q.device());  // (B, H, Lq)
+  backend_of(q).flash_attention(args, out, lse);
+
+  std::vector<Tensor> inputs{q, k, v, terms.distance_bias, terms.clipped, terms.xl_query,
+                             terms.xl_r};
+  if (Tape::should_record(inputs)) {
+    const Tensor saved_out = out.detach();
+    const bool want_q = wants(q), want_k = wants(k), want_v = wants(v);
+    const bool want_bias = wants(terms.distance_bias), want_clipped = wants(terms.clipped);
+    const bool want_xq = wants(terms.xl_query), want_r = wants(terms.xl_r);
+    Tape::current().record(
+        "flash_attention", inputs, out,
+        [=](const Tensor& grad_out) {
+          auto empty_if = [](bool wanted, const Tensor& t) {
+            return wanted ? Tensor::empty(t.shape(), t.dtype(), t.device()) : Tensor();
+          };
+          FlashAttentionGrads grads;
+          grads.q = want_q ? empty_heads_like(args.q) : Tensor();
+          grads.k = want_k ? empty_heads_like(args.k) : Tensor();
+          grads.v = want_v ? empty_heads_like(args.v) : Tensor();
+          grads.distance_bias = empty_if(want_bias, args.distance_bias);
+          grads.clipped = empty_if(want_clipped, args.clipped);
+          grads.xl_query = empty_if(want_xq, args.xl_query);
+          grads.xl_r = empty_if(want_r, args.xl_r);
+          backend_of(saved_out).flash_attention_backward(args, saved_out, lse,
+                                                         rows_contiguous(grad_out), grads);
+          return std::vector<Tensor>{grads.q,       grads.k,        grads.v, grads.distance_bias,
+                                     grads.clipped, grads.xl_query, grads.xl_r};
+        },
+        {args.q, args.k, args.v, saved_out, lse});
+  }
+  return out;
+}
+
+}  // namespace relpos

@@ -1,0 +1,234 @@
+// The tiled (flash) attention path: against the composed reference at sizes that
+// span several query and key tiles (and partial ones), causal and bidirectional,
+// Lq < Lk as with memory; an fp64 gradcheck of the op with every term; and
+// bit-identical results for 1 and 2 threads.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "autograd/ops/flash_attention.h"
+#include "autograd/ops/reduce.h"
+#include "autograd/ops/relative.h"
+#include "autograd/tape.h"
+#include "autograd/threads.h"
+#include "layers/position/alibi_slopes.h"
+#include "layers/position/relative.h"
+#include "layers/position/rope.h"
+#include "layers/position/t5_buckets.h"
+#include "layers/scaled_attention.h"
+#include "test_helpers.h"
+
+using namespace relpos;
+using testing::leaf;
+
+namespace {
+
+struct FlashCase {
+  std::string scheme;
+  bool causal;
+  std::int64_t q_len, k_len;
+  std::int64_t clamp_len = 0;  // xl
+};
+
+constexpr std::int64_t kBatch = 2, kHeads = 2, kDim = 16, kShawClip = 20;
+
+// q, k, v and the scheme's tables as f64 leaves.
+std::vector<Tensor> make_inputs(const FlashCase& c, Rng& rng) {
+  std::vector<Tensor> in{leaf({kBatch, kHeads, c.q_len, kDim}, rng),
+                         leaf({kBatch, kHeads, c.k_len, kDim}, rng),
+                         leaf({kBatch, kHeads, c.k_len, kDim}, rng)};
+  if (c.scheme == "t5") in.push_back(leaf({32, kHeads}, rng));
+  if (c.scheme == "shaw") {
+    in.push_back(leaf({2 * kShawClip + 1, kDim}, rng, 0.5));          // keys, shared
+    in.push_back(leaf({kHeads, 2 * kShawClip + 1, kDim}, rng, 0.5));  // values, per head
+  }
+  if (c.scheme == "xl") {
+    in.push_back(leaf({kHeads * kDim, 24}, rng, 0.3));  // W_r, d_model 24
+    in.push_back(leaf({kHeads, kDim}, rng, 0.5));       // u
+    in.push_back(leaf({kHeads, kDim}, rng, 0.5));       // v
+  }
+  return in;
+}
+
+Tensor attend(const FlashCase& c, const std::vector<Tensor>& x, AttentionPath path) {
+  PositionTerms t;
+  Tensor q = x[0], k = x[1];
+  if (c.scheme == "t5") {
+    const T5BucketConfig buckets{32, 128, !c.causal};
+    t.distance_bias = bucket_gather(x[3], t5_distance_buckets(c.q_len, c.k_len, buckets));
+  } else if (c.scheme == "shaw") {
+    t.shaw_clip = kShawClip;
+    t.shaw_keys = x[3];
+    t.shaw_values = x[4];
+  } else if (c.scheme == "xl") {
+    t.xl_r = xl_relative_encodings(x[3], c.k_len, kHeads, c.clamp_len);
+    t.xl_u = x[4];
+    t.xl_v = x[5];
+  } else if (c.scheme == "alibi") {
+    t.distance_bias = alibi_distance_bias(alibi_slopes(kHeads), c.q_len, c.k_len);
+  } else if (c.scheme == "rope") {
+    RotaryPosition rope(kDim, 10000.0);
+    q = rope.rotate(q, c.k_len - c.q_len);
+    k = rope.rotate(k, 0);
+  }
+  return scaled_attention(q, k, x[2], t, c.causal, path);
+}
+
+// The output and every input's gradient for <out, weights>.
+std::vector<Tensor> run(const FlashCase& c, const std::vector<Tensor>& inputs, DType dtype,
+                        AttentionPath path, const Tensor& weights) {
+  std::vector<Tensor> x;
+  for (const Tensor& t : inputs) {
+    Tensor copy = t.detach().to(dtype);
+    copy.set_requires_grad(true);
+    x.push_back(copy);
+  }
+  Tensor out = attend(c, x, path);
+  backward(out, weights.to(dtype));
+  std::vector<Tensor> result{out.detach()};
+  for (const Tensor& t : x) result.push_back(t.grad());
+  return result;
+}
+
+// max |a - b| / max |b|.
+double relative_error(const Tensor& a, const Tensor& b) {
+  const auto av = a.to_vector(), bv = b.to_vector();
+  REQUIRE(av.size() == bv.size());
+  double diff = 0, scale = 0;
+  for (std::size_t i = 0; i < av.size(); ++i) {
+    diff = std::max(diff, std::abs(av[i] - bv[i]));
+    scale = std::max(scale, std::abs(bv[i]));
+  }
+  return diff / scale;
+}
+
+}  // namespace
+
+TEST_CASE("flash attention matches the composed reference over many tiles, every scheme",
+          "[attention][flash]") {
+  std::vector<FlashCase> cases;
+  for (const char* scheme : {"none", "t5", "shaw", "alibi", "rope"})
+    for (bool causal : {true, false}) {
+      cases.push_back({scheme, causal, 200, 200});
+      cases.push_back({scheme, causal, 70, 300});
+    }
+  cases.push_back({"xl", true, 200, 200});
+  cases.push_back({"xl", true, 70, 300});
+  cases.push_back({"xl", true, 70, 300, 100});
+  for (const FlashCase& c : cases) {
+    INFO(c.scheme << " causal=" << c.causal << " Lq=" << c.q_len << " Lk=" << c.k_len
+                  << " clamp_len=" << c.clamp_len);
+    Rng rng(70);
+    const std::vector<Tensor> inputs = make_inputs(c, rng);
+    const Tensor weights = randn({kBatch, kHeads, c.q_len, kDim}, rng, DType::f64);
+    // fp32 flash against the fp64 reference: relative error <= 1e-5 everywhere.
+    const auto reference = run(c, inputs, DType::f64, AttentionPath::composed, weights);
+    const auto flash = run(c, inputs, DType::f32, AttentionPath::flash, weights);
+    for (std::size_t i = 0; i < reference.size(); ++i) {
+      INFO((i == 0 ? std::string("output") : "gradient of input " + std::to_string(i - 1)));
+      REQUIRE(flash[i].defined());
+      CHECK(relative_error(flash[i], reference[i]) <= 1e-5);
+    }
+    // fp64 flash agrees with fp64 composed to rounding.
+    const auto flash64 = run(c, inputs, DType::f64, AttentionPath::flash, weights);
+    for (std::size_t i = 0; i < reference.size(); ++i)
+      CHECK(relative_error(flash64[i], reference[i]) <= 1e-12);
+  }
+}
+
+TEST_CASE("gradcheck: flash attention with every term across tiles", "[attention][flash][gradcheck]") {
+  Rng rng(71);
+  const std::int64_t b = 1, h = 2, d = 2, clip = 3;
+  for (bool causal : {true, false}) {
+    // 34 queries against 130 keys: two query tiles and two key tiles, the second ones
+    // partial (the tiles are 32 queries by 128 keys).
+    const std::int64_t lq = 34, lk = 130;
+    INFO("causal=" << causal);
+    std::vector<Tensor> in{leaf({b, h, lq, d}, rng),           leaf({b, h, lk, d}, rng),
+                           leaf({b, h, lk, d}, rng),           leaf({h, lq + lk - 1}, rng),
+                           leaf({b, h, lq, 2 * clip + 1}, rng), leaf({b, h, lq, d}, rng, 0.5),
+                           leaf({h, lk, d}, rng, 0.5)};
+    testing::require_gradcheck(
+        [&](const auto& x) {
+          FlashTerms t;
+          t.distance_bias = x[3];
+          t.clipped = x[4];
+          t.clip = clip;
+          t.value_bins = true;
+          if (causal) {
+            t.xl_query = x[5];
+            t.xl_r = x[6];
+          }
+          t.scale = 0.6;
+          t.term_scale = 0.4;
+          t.causal = causal;
+          return flash_attention(x[0], x[1], x[2], t);
+        },
+        in);
+  }
+}
+
+namespace {
+
+// The flash op with every term: B=2, H=2, D=16, Lq=90 of Lk=200, k=20.
+std::vector<Tensor> flash_with_every_term(bool causal, DType dtype) {
+  Rng rng(72);
+  const std::int64_t b = 2, h = 2, d = 16, lq = 90, lk = 200, clip = 20;
+  std::vector<Tensor> x;
+  for (const Shape& shape : std::vector<Shape>{{b, h, lq, d}, {b, h, lk, d}, {b, h, lk, d},
+                                               {h, lq + lk - 1}, {b, h, lq, 2 * clip + 1},
+                                               {b, h, lq, d}, {h, lk, d}}) {
+    Tensor t = randn(shape, rng, dtype);
+    t.set_requires_grad(true);
+    x.push_back(t);
+  }
+  FlashTerms t;
+  t.distance_bias = x[3];
+  t.clipped = x[4];
+  t.clip = clip;
+  t.value_bins = true;
+  if (causal) {
+    t.xl_query = x[5];
+    t.xl_r = x[6];
+  }
+  t.scale = t.term_scale = 0.25;
+  t.causal = causal;
+  Tensor out = flash_attention(x[0], x[1], x[2], t);
+  backward(out, randn(out.shape(), rng, dtype));
+  std::vector<Tensor> result{out.detach()};
+  for (std::size_t i = 0; i < (causal ? 7u : 5u); ++i) result.push_back(x[i].grad());
+  return result;
+}
+
+}  // namespace
+
+TEST_CASE("flash attention is bit-identical with 1 and 2 threads", "[attention][flash]") {
+  for (bool causal : {true, false}) {
+    const int threads = num_threads();
+    set_num_threads(1);
+    const auto one = flash_with_every_term(causal, DType::f32);
+    set_num_threads(2);
+    const auto two = flash_with_every_term(causal, DType::f32);
+    set_num_threads(threads);
+    for (std::size_t i = 0; i < one.size(); ++i) {
+      INFO("causal=" << causal << (i == 0 ? " output" : " gradient of input ") << i - 1);
+      REQUIRE(one[i].defined());
+      CHECK(one[i].to_vector() == two[i].to_vector());
+    }
+  }
+}
+
+TEST_CASE("flash attention rejects inconsistent inputs with one-line errors", "[attention][flash]") {
+  Rng rng(73);
+  Tensor q = randn({1, 2, 4, 3}, rng), k = randn({1, 2, 6, 3}, rng);
+  FlashTerms t;
+  t.distance_bias = randn({2, 8}, rng);
+  REQUIRE_THROWS_WITH(flash_attention(q, k, k, t), Catch::Contains("(H, Lq+Lk-1) = (2, 9)"));
+  FlashTerms xl;
+  xl.xl_query = q;
+  xl.xl_r = randn({2, 6, 3}, rng);
+  REQUIRE_THROWS_WITH(flash_attention(q, k, k, xl), Catch::Contains("need causal attention"));
+  REQUIRE_THROWS_WITH(flash_attention(k, q, q, {}), Catch::Contains("Lk >= Lq"));
+}
