@@ -1,6 +1,6 @@
 // One attention layer, forward + backward, for every position scheme against no
 // positions, in the same run: B=8, H=4, d_model=256 (head_dim 64), causal.
-// Usage: bench_attention [L ...] [--reps N] [--path fused|composed]
+// Usage: bench_attention [L ...] [--reps N] [--path flash|fused|composed]
 #include <fmt/format.h>
 
 #include <cstring>
@@ -46,12 +46,15 @@ double step_seconds(const Layer& layer, const Tensor& x, const Tensor& grad) {
 int main(int argc, char** argv) {
   std::vector<std::int64_t> lengths;
   int reps = 5;
-  AttentionPath path = AttentionPath::fused;
+  AttentionPath path = AttentionPath::flash;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
       reps = std::atoi(argv[++i]);
     } else if (std::strcmp(argv[i], "--path") == 0 && i + 1 < argc) {
-      path = std::strcmp(argv[++i], "composed") == 0 ? AttentionPath::composed : AttentionPath::fused;
+      const std::string name = argv[++i];
+      path = name == "composed" ? AttentionPath::composed
+             : name == "fused"  ? AttentionPath::fused
+                                : AttentionPath::flash;
     } else {
       lengths.push_back(std::atoll(argv[i]));
     }
@@ -59,7 +62,7 @@ int main(int argc, char** argv) {
   if (lengths.empty()) lengths = {128, 512, 2048};
   const std::vector<std::string> schemes = {"none", "t5", "alibi", "rope", "shaw", "xl"};
   fmt::print("one attention layer fwd+bwd, B=8 H=4 d=256, causal, {} path, median of {}\n\n",
-             path == AttentionPath::fused ? "fused" : "composed", reps);
+             name_of(path), reps);
   fmt::print("| scheme | L | ms | vs none | peak tensor MiB |\n|---|---:|---:|---:|---:|\n");
   for (std::int64_t len : lengths) {
     Rng rng(3);

@@ -43,8 +43,8 @@ AttentionMemory measure(const char* scheme, AttentionPath path) {
 }
 
 constexpr std::size_t kScoresBytes = std::size_t(2048) * 2048 * 2 * sizeof(float);  // (B, H, L, L)
-constexpr std::size_t kLldBytes = std::size_t(2048) * 2048 * 64 * sizeof(float);     // (L, L, d)
-constexpr std::size_t kHeadsBytes = std::size_t(2048) * 2 * 64 * sizeof(float);      // (B, H, L, d)
+constexpr std::size_t kLldBytes = std::size_t(2048) * 2048 * 64 * sizeof(float);    // (L, L, d)
+constexpr std::size_t kHeadsBytes = std::size_t(2048) * 2 * 64 * sizeof(float);     // (B, H, L, d)
 
 }  // namespace
 

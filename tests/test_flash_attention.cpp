@@ -2,9 +2,8 @@
 // span several query and key tiles (and partial ones), causal and bidirectional,
 // Lq < Lk as with memory; an fp64 gradcheck of the op with every term; and
 // bit-identical results for 1 and 2 threads.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <string>
 
@@ -138,7 +137,8 @@ TEST_CASE("flash attention matches the composed reference over many tiles, every
   }
 }
 
-TEST_CASE("gradcheck: flash attention with every term across tiles", "[attention][flash][gradcheck]") {
+TEST_CASE("gradcheck: flash attention with every term across tiles",
+          "[attention][flash][gradcheck]") {
   Rng rng(71);
   const std::int64_t b = 1, h = 2, d = 2, clip = 3;
   for (bool causal : {true, false}) {
@@ -146,9 +146,12 @@ TEST_CASE("gradcheck: flash attention with every term across tiles", "[attention
     // partial (the tiles are 32 queries by 128 keys).
     const std::int64_t lq = 34, lk = 130;
     INFO("causal=" << causal);
-    std::vector<Tensor> in{leaf({b, h, lq, d}, rng),           leaf({b, h, lk, d}, rng),
-                           leaf({b, h, lk, d}, rng),           leaf({h, lq + lk - 1}, rng),
-                           leaf({b, h, lq, 2 * clip + 1}, rng), leaf({b, h, lq, d}, rng, 0.5),
+    std::vector<Tensor> in{leaf({b, h, lq, d}, rng),
+                           leaf({b, h, lk, d}, rng),
+                           leaf({b, h, lk, d}, rng),
+                           leaf({h, lq + lk - 1}, rng),
+                           leaf({b, h, lq, 2 * clip + 1}, rng),
+                           leaf({b, h, lq, d}, rng, 0.5),
                            leaf({h, lk, d}, rng, 0.5)};
     testing::require_gradcheck(
         [&](const auto& x) {
@@ -177,9 +180,13 @@ std::vector<Tensor> flash_with_every_term(bool causal, DType dtype) {
   Rng rng(72);
   const std::int64_t b = 2, h = 2, d = 16, lq = 90, lk = 200, clip = 20;
   std::vector<Tensor> x;
-  for (const Shape& shape : std::vector<Shape>{{b, h, lq, d}, {b, h, lk, d}, {b, h, lk, d},
-                                               {h, lq + lk - 1}, {b, h, lq, 2 * clip + 1},
-                                               {b, h, lq, d}, {h, lk, d}}) {
+  for (const Shape& shape : std::vector<Shape>{{b, h, lq, d},
+                                               {b, h, lk, d},
+                                               {b, h, lk, d},
+                                               {h, lq + lk - 1},
+                                               {b, h, lq, 2 * clip + 1},
+                                               {b, h, lq, d},
+                                               {h, lk, d}}) {
     Tensor t = randn(shape, rng, dtype);
     t.set_requires_grad(true);
     x.push_back(t);
@@ -220,7 +227,8 @@ TEST_CASE("flash attention is bit-identical with 1 and 2 threads", "[attention][
   }
 }
 
-TEST_CASE("flash attention rejects inconsistent inputs with one-line errors", "[attention][flash]") {
+TEST_CASE("flash attention rejects inconsistent inputs with one-line errors",
+          "[attention][flash]") {
   Rng rng(73);
   Tensor q = randn({1, 2, 4, 3}, rng), k = randn({1, 2, 6, 3}, rng);
   FlashTerms t;

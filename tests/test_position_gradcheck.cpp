@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include "autograd/ops/relative.h"
+#include "autograd/ops/rotary.h"
+#include "autograd/ops/shape.h"
 #include "autograd/tape.h"
 #include "layers/position/absolute.h"
 #include "layers/position/alibi_slopes.h"
@@ -143,4 +145,14 @@ TEST_CASE("absolute position terms: sinusoid gradcheck and the learned table's g
       REQUIRE(grad[row * 3 + c] == Approx(expected).margin(1e-6));
     }
   REQUIRE_THROWS_WITH(learned.embed(x, 9), Catch::Contains("max_len=12"));
+}
+
+TEST_CASE("gradcheck: the rotary op on a strided input", "[positions][gradcheck]") {
+  Rng rng(44);
+  // x (B, H, L, D) viewed from (B, L, H, D), as the attention layer splits heads.
+  Tensor base = randn({2, 5, 3, 4}, rng, DType::f64);
+  Tensor x = permute(base, {0, 2, 1, 3}).detach();
+  x.set_requires_grad(true);
+  const Tensor cos = randn({5, 2}, rng, DType::f64), sin = randn({5, 2}, rng, DType::f64);
+  require_gradcheck([&](const auto& in) { return rotary(in[0], cos, sin); }, {x});
 }

@@ -36,24 +36,22 @@ void zero_rows(const cpu::HeadRows<T>& rows, std::int64_t n, std::int64_t cols) 
 // Row r of the block: probabilities from the logits, then dlogits = p * (dp - delta).
 // dp arrives as grad_out·v and gains the Shaw value bins' gradient here.
 template <class T>
-void logits_gradient_row(const FlashGeometry& g, const FlashBlock& blk, std::int64_t r,
-                         T lse, T delta, const T* grad_bins, T* p, T* dp) {
+void logits_gradient_row(const FlashGeometry& g, const FlashBlock& blk, std::int64_t r, T lse,
+                         T delta, const T* grad_bins, T* p, T* dp) {
   const std::int64_t n = blk.visible(g, r);
   cpu::exp_shifted(p, lse, p, n);
   std::fill(p + n, p + blk.cols, T(0));
   if (grad_bins) {
     T* dpj = dp - blk.j0;
-    cpu::for_clipped_ranges(g, blk.i0 + r, blk.j0, n,
-                            [&](std::int64_t j_begin, std::int64_t j_end, std::int64_t bin,
-                                std::int64_t band_offset) {
-                              if (bin >= 0) {
-                                for (std::int64_t j = j_begin; j < j_end; ++j)
-                                  dpj[j] += grad_bins[bin];
-                              } else {
-                                for (std::int64_t j = j_begin; j < j_end; ++j)
-                                  dpj[j] += grad_bins[j + band_offset];
-                              }
-                            });
+    cpu::for_clipped_ranges(
+        g, blk.i0 + r, blk.j0, n,
+        [&](std::int64_t j_begin, std::int64_t j_end, std::int64_t bin, std::int64_t band_offset) {
+          if (bin >= 0) {
+            for (std::int64_t j = j_begin; j < j_end; ++j) dpj[j] += grad_bins[bin];
+          } else {
+            for (std::int64_t j = j_begin; j < j_end; ++j) dpj[j] += grad_bins[j + band_offset];
+          }
+        });
   }
   for (std::int64_t c = 0; c < n; ++c) dp[c] = p[c] * (dp[c] - delta);
   std::fill(dp + n, dp + blk.cols, T(0));
@@ -64,18 +62,18 @@ template <class T>
 void clipped_gradient_row(const FlashGeometry& g, const FlashBlock& blk, std::int64_t r,
                           T term_scale, const T* ds, T* dclipped_row) {
   const T* d = ds - blk.j0;
-  cpu::for_clipped_ranges(g, blk.i0 + r, blk.j0, blk.visible(g, r),
-                          [&](std::int64_t j_begin, std::int64_t j_end, std::int64_t bin,
-                              std::int64_t band_offset) {
-                            if (bin >= 0) {
-                              T total = 0;
-                              for (std::int64_t j = j_begin; j < j_end; ++j) total += d[j];
-                              dclipped_row[bin] += term_scale * total;
-                            } else {
-                              for (std::int64_t j = j_begin; j < j_end; ++j)
-                                dclipped_row[j + band_offset] += term_scale * d[j];
-                            }
-                          });
+  cpu::for_clipped_ranges(
+      g, blk.i0 + r, blk.j0, blk.visible(g, r),
+      [&](std::int64_t j_begin, std::int64_t j_end, std::int64_t bin, std::int64_t band_offset) {
+        if (bin >= 0) {
+          T total = 0;
+          for (std::int64_t j = j_begin; j < j_end; ++j) total += d[j];
+          dclipped_row[bin] += term_scale * total;
+        } else {
+          for (std::int64_t j = j_begin; j < j_end; ++j)
+            dclipped_row[j + band_offset] += term_scale * d[j];
+        }
+      });
 }
 
 template <class T>
@@ -99,8 +97,8 @@ void backward_head(const BackwardTensors& t, const FlashGeometry& g, std::int64_
   T* dxq_all = gr.xl_query.defined() ? gr.xl_query.data<T>() + task * g.q_len * g.dim : nullptr;
   T* dr = t.r_partial.defined() ? t.r_partial.data<T>() + task * g.k_len * g.dim : nullptr;
   T* dclipped = gr.clipped.defined() ? gr.clipped.data<T>() + task * g.q_len * g.width : nullptr;
-  double* dbias = t.bias_partial.defined() ? t.bias_partial.data<double>() + task * g.n_dist
-                                           : nullptr;
+  double* dbias =
+      t.bias_partial.defined() ? t.bias_partial.data<double>() + task * g.n_dist : nullptr;
   // delta_i = Σ_c out[i, c] · grad_out[i, c] = Σ_j p_ij dp_ij (bins included).
   delta.resize(g.q_len);
   for (std::int64_t i = 0; i < g.q_len; ++i) {
@@ -124,22 +122,22 @@ void backward_head(const BackwardTensors& t, const FlashGeometry& g, std::int64_
       T* ds = scratch.grad.data();
       cpu::block_logits<T>(a, g, b, h, blk, p, scratch.xl.data());
       // dp = grad_out_tile · v_tileᵀ (the first D columns of grad_out)
-      cpu::gemm_rows<T>(false, true, rows, blk.cols, g.dim, T(1), go.row(i0), go.stride,
-                        v.row(j0), v.stride, T(0), ds, cpu::kKeyTile);
+      cpu::gemm_rows<T>(false, true, rows, blk.cols, g.dim, T(1), go.row(i0), go.stride, v.row(j0),
+                        v.stride, T(0), ds, cpu::kKeyTile);
       for (std::int64_t r = 0; r < rows; ++r) {
         const T* grad_bins = a.value_bins ? go.row(i0 + r) + g.dim : nullptr;
-        logits_gradient_row(g, blk, r, lse[i0 + r], delta[i0 + r], grad_bins,
-                            p + r * cpu::kKeyTile, ds + r * cpu::kKeyTile);
+        logits_gradient_row(g, blk, r, lse[i0 + r], delta[i0 + r], grad_bins, p + r * cpu::kKeyTile,
+                            ds + r * cpu::kKeyTile);
       }
       if (dv.base)  // dv_tile += pᵀ · grad_out_tile
         cpu::gemm_rows<T>(true, false, blk.cols, g.dim, rows, T(1), p, cpu::kKeyTile, go.row(i0),
                           go.stride, T(1), dv.row(j0), dv.stride);
       if (dk.base)  // dk_tile += scale · dsᵀ · q_tile
-        cpu::gemm_rows<T>(true, false, blk.cols, g.dim, rows, scale, ds, cpu::kKeyTile,
-                          q.row(i0), q.stride, T(1), dk.row(j0), dk.stride);
+        cpu::gemm_rows<T>(true, false, blk.cols, g.dim, rows, scale, ds, cpu::kKeyTile, q.row(i0),
+                          q.stride, T(1), dk.row(j0), dk.stride);
       if (dq_rows.base)  // dq_tile += scale · ds · k_tile
-        cpu::gemm_rows<T>(false, false, rows, g.dim, blk.cols, scale, ds, cpu::kKeyTile,
-                          k.row(j0), k.stride, T(1), dq.data(), g.dim);
+        cpu::gemm_rows<T>(false, false, rows, g.dim, blk.cols, scale, ds, cpu::kKeyTile, k.row(j0),
+                          k.stride, T(1), dq.data(), g.dim);
       for (std::int64_t r = 0; r < rows && (dbias || dclipped); ++r) {
         const T* dsr = ds + r * cpu::kKeyTile;
         const std::int64_t i = i0 + r, n = blk.visible(g, r);
@@ -200,9 +198,8 @@ void CpuBackend::flash_attention_backward(const FlashAttentionArgs& args, const 
       t.bias_partial = Tensor::empty({g.batch, g.heads, g.n_dist}, DType::f64);
     if (grads.xl_r.defined())
       t.r_partial = Tensor::empty({g.batch, g.heads, g.k_len, g.dim}, out.dtype());
-    cpu::parallel_for(g.batch * g.heads, g.worth_threads(), [&](std::int64_t bh) {
-      backward_head<T>(t, g, bh / g.heads, bh % g.heads);
-    });
+    cpu::parallel_for(g.batch * g.heads, g.worth_threads(),
+                      [&](std::int64_t bh) { backward_head<T>(t, g, bh / g.heads, bh % g.heads); });
     if (t.bias_partial.defined())
       sum_over_batch(t.bias_partial.data<double>(), g.batch, g.heads, g.n_dist,
                      grads.distance_bias.data<T>());

@@ -58,18 +58,17 @@ void online_softmax_row(const FlashGeometry& g, const FlashBlock& blk, std::int6
   if (!value_bins) return;
   T* bins = st.bins.data() + r * g.width;
   const T* p = row - blk.j0;
-  cpu::for_clipped_ranges(g, blk.i0 + r, blk.j0, n,
-                          [&](std::int64_t j_begin, std::int64_t j_end, std::int64_t bin,
-                              std::int64_t band_offset) {
-                            if (bin >= 0) {
-                              T total = 0;
-                              for (std::int64_t j = j_begin; j < j_end; ++j) total += p[j];
-                              bins[bin] += total;
-                            } else {
-                              for (std::int64_t j = j_begin; j < j_end; ++j)
-                                bins[j + band_offset] += p[j];
-                            }
-                          });
+  cpu::for_clipped_ranges(
+      g, blk.i0 + r, blk.j0, n,
+      [&](std::int64_t j_begin, std::int64_t j_end, std::int64_t bin, std::int64_t band_offset) {
+        if (bin >= 0) {
+          T total = 0;
+          for (std::int64_t j = j_begin; j < j_end; ++j) total += p[j];
+          bins[bin] += total;
+        } else {
+          for (std::int64_t j = j_begin; j < j_end; ++j) bins[j + band_offset] += p[j];
+        }
+      });
 }
 
 template <class T>
@@ -99,8 +98,7 @@ void forward_head(const FlashAttentionArgs& a, const FlashGeometry& g, std::int6
       const T inv = T(1) / st.sum[r];
       T* dst = o.row(i0 + r);
       for (std::int64_t d = 0; d < g.dim; ++d) dst[d] = st.out[r * g.dim + d] * inv;
-      for (std::int64_t c = 0; c < bins_width; ++c)
-        dst[g.dim + c] = st.bins[r * g.width + c] * inv;
+      for (std::int64_t c = 0; c < bins_width; ++c) dst[g.dim + c] = st.bins[r * g.width + c] * inv;
       lse_rows[i0 + r] = st.max[r] + std::log(st.sum[r]);
     }
   }

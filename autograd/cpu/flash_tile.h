@@ -122,9 +122,8 @@ void block_logits(const FlashAttentionArgs& a, const FlashGeometry& g, std::int6
                  xl_scratch, kXlWidth);
   }
   const T* bias = a.distance_bias.defined() ? a.distance_bias.data<T>() + h * g.n_dist : nullptr;
-  const T* clipped = a.clipped.defined()
-                         ? a.clipped.data<T>() + (b * g.heads + h) * g.q_len * g.width
-                         : nullptr;
+  const T* clipped =
+      a.clipped.defined() ? a.clipped.data<T>() + (b * g.heads + h) * g.q_len * g.width : nullptr;
   for (std::int64_t r = 0; r < blk.rows; ++r) {
     const std::int64_t i = blk.i0 + r, n = blk.visible(g, r);
     T* row = s + r * kKeyTile;

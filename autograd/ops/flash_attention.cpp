@@ -15,8 +15,8 @@ Tensor rows_contiguous(const Tensor& x) { return x.strides().back() == 1 ? x : x
 Tensor empty_heads(std::int64_t batch, std::int64_t heads, std::int64_t len, std::int64_t cols,
                    const Tensor& like) {
   Tensor t = Tensor::empty({batch, len, heads, cols}, like.dtype(), like.device());
-  return Tensor::view_of(t, {batch, heads, len, cols},
-                         {len * heads * cols, cols, heads * cols, 1}, 0);
+  return Tensor::view_of(t, {batch, heads, len, cols}, {len * heads * cols, cols, heads * cols, 1},
+                         0);
 }
 
 Tensor empty_heads_like(const Tensor& x) {
@@ -34,8 +34,7 @@ void check_terms(const Tensor& q, const Tensor& k, const FlashTerms& terms) {
       fail("flash_attention: distance bias {} must be (H, Lq+Lk-1) = ({}, {})",
            terms.distance_bias.describe(), heads, q_len + k_len - 1);
   }
-  require(terms.clip >= 0, "flash_attention: Shaw's clipping distance {} must be >= 0",
-          terms.clip);
+  require(terms.clip >= 0, "flash_attention: Shaw's clipping distance {} must be >= 0", terms.clip);
   if (terms.clipped.defined()) {
     check_same_kind(q, terms.clipped, "flash_attention");
     if (!(terms.clipped.shape() == Shape{batch, heads, q_len, 2 * terms.clip + 1}))
@@ -81,11 +80,11 @@ Tensor flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, const 
 
   const std::int64_t batch = q.size(0), heads = q.size(1), q_len = q.size(2);
   const std::int64_t out_cols = q.size(3) + (terms.value_bins ? 2 * terms.clip + 1 : 0);
-  Tensor out = empty_heads(batch, heads, q_len, out_cols, q);            // (B, H, Lq, D [+ 2k+1])
+  Tensor out = empty_heads(batch, heads, q_len, out_cols, q);  // (B, H, Lq, D [+ 2k+1])
   Tensor lse = Tensor::empty({batch, heads, q_len}, q.dtype(), q.device());  // (B, H, Lq)
   backend_of(q).flash_attention(args, out, lse);
 
-  std::vector<Tensor> inputs{q, k, v, terms.distance_bias, terms.clipped, terms.xl_query,
+  std::vector<Tensor> inputs{q,         k, v, terms.distance_bias, terms.clipped, terms.xl_query,
                              terms.xl_r};
   if (Tape::should_record(inputs)) {
     const Tensor saved_out = out.detach();
@@ -108,7 +107,7 @@ Tensor flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, const 
           grads.xl_r = empty_if(want_r, args.xl_r);
           backend_of(saved_out).flash_attention_backward(args, saved_out, lse,
                                                          rows_contiguous(grad_out), grads);
-          return std::vector<Tensor>{grads.q,       grads.k,        grads.v, grads.distance_bias,
+          return std::vector<Tensor>{grads.q,       grads.k,        grads.v,   grads.distance_bias,
                                      grads.clipped, grads.xl_query, grads.xl_r};
         },
         {args.q, args.k, args.v, saved_out, lse});

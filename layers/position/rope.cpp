@@ -1,9 +1,11 @@
 #include "layers/position/rope.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "autograd/error.h"
 #include "autograd/ops/elementwise.h"
+#include "autograd/ops/rotary.h"
 #include "autograd/ops/shape.h"
 #include "layers/position/sinusoid.h"
 
@@ -14,25 +16,38 @@ RotaryPosition::RotaryPosition(std::int64_t head_dim, double base)
   require(head_dim % 2 == 0, "rope: the head dimension must be even, got {}", head_dim);
 }
 
+std::pair<Tensor, Tensor> RotaryPosition::angles(std::int64_t start, std::int64_t len,
+                                                 DType dtype) const {
+  const std::int64_t half = head_dim_ / 2, end = start + len;
+  if (!cos_cache_.defined() || cos_cache_.size(0) < end || cos_cache_.dtype() != dtype) {
+    const std::int64_t positions =
+        std::max<std::int64_t>(end, 2 * (cos_cache_.defined() ? cos_cache_.size(0) : 0));
+    const std::vector<double> inv = inverse_frequencies(head_dim_, base_);
+    Tensor c = Tensor::empty({positions, half}, DType::f64);
+    Tensor s = Tensor::empty({positions, half}, DType::f64);
+    double* cd = c.data<double>();
+    double* sd = s.data<double>();
+    for (std::int64_t p = 0; p < positions; ++p)
+      for (std::int64_t m = 0; m < half; ++m) {
+        const double angle = static_cast<double>(p) * inv[m];
+        cd[p * half + m] = std::cos(angle);
+        sd[p * half + m] = std::sin(angle);
+      }
+    cos_cache_ = c.to(dtype);
+    sin_cache_ = s.to(dtype);
+  }
+  return {slice(cos_cache_, 0, start, end), slice(sin_cache_, 0, start, end)};
+}
+
 Tensor RotaryPosition::rotate(const Tensor& x, std::int64_t start) const {
   const std::int64_t len = x.size(2), half = head_dim_ / 2;
-  const std::vector<double> inv = inverse_frequencies(head_dim_, base_);
-  // cos/sin tables (L, D), each angle repeated for both halves.
-  Tensor cos_table = Tensor::empty({len, head_dim_}, DType::f64);
-  Tensor sin_table = Tensor::empty({len, head_dim_}, DType::f64);
-  double* c = cos_table.data<double>();
-  double* s = sin_table.data<double>();
-  for (std::int64_t p = 0; p < len; ++p)
-    for (std::int64_t m = 0; m < half; ++m) {
-      const double angle = static_cast<double>(start + p) * inv[m];
-      c[p * head_dim_ + m] = c[p * head_dim_ + half + m] = std::cos(angle);
-      s[p * head_dim_ + m] = s[p * head_dim_ + half + m] = std::sin(angle);
-    }
-  Tensor cos_t = cos_table.to(x.dtype()).to(x.device());
-  Tensor sin_t = sin_table.to(x.dtype()).to(x.device());
-  // rotate_half(x) = [-x2, x1] for x = [x1, x2] split at D/2.
+  const auto [cos_t, sin_t] = angles(start, len, x.dtype());  // (L, D/2)
+  if (x.device() == Device::cpu) return rotary(x, cos_t, sin_t);
+  // Elsewhere: rotate_half(x) = [-x2, x1] for x = [x1, x2], against (L, D) tables.
+  const Tensor c = concat({cos_t, cos_t}, -1).to(x.device());
+  const Tensor s = concat({sin_t, sin_t}, -1).to(x.device());
   Tensor rotated = concat({neg(slice(x, -1, half, head_dim_)), slice(x, -1, 0, half)}, -1);
-  return add(mul(x, cos_t), mul(rotated, sin_t));  // (B, H, L, D)
+  return add(mul(x, c), mul(rotated, s));  // (B, H, L, D)
 }
 
 }  // namespace relpos
