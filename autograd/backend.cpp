@@ -37,6 +37,13 @@ namespace {
 }
 }  // namespace
 
+void Backend::activation_backward(UnaryOp op, const Tensor& z, const Tensor& y,
+                                  const Tensor& grad_y, std::int64_t rows, std::int64_t n,
+                                  const Tensor& grad_z, const Tensor& grad_bias) {
+  unary_backward(op, z, y, grad_y, grad_z, 0.0);
+  if (grad_bias.defined()) sum_axis(grad_z, 1, rows, n, grad_bias);
+}
+
 void Backend::relative_gather(RelativeGather, const Tensor&, const Tensor&, const RelativeShape&) {
   not_on_device(*this, "relative_gather");
 }
@@ -55,6 +62,9 @@ void Backend::relative_softmax(const RelativeSoftmaxArgs&, const Tensor&) {
 void Backend::relative_softmax_backward(const RelativeSoftmaxArgs&, const Tensor&, const Tensor&,
                                         const RelativeSoftmaxGrads&) {
   not_on_device(*this, "relative_softmax_backward");
+}
+void Backend::rotary(const Tensor&, const Tensor&, const Tensor&, const Tensor&, bool) {
+  not_on_device(*this, "rotary");
 }
 void Backend::flash_attention(const FlashAttentionArgs&, const Tensor&, const Tensor&) {
   not_on_device(*this, "flash_attention");

@@ -130,6 +130,13 @@ class Backend {
   // grad_x = grad_y * f'(x); y = f(x) is given too, for ops whose derivative uses it.
   virtual void unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& grad_y,
                               const Tensor& grad_x, double param) = 0;
+  // The backward of a linear layer's activation y = f(z), z viewed as (rows, n):
+  // grad_z = grad_y * f'(z), and, when grad_bias is defined, grad_bias[j] = the sum
+  // of grad_z[:, j] over rows in row order (as sum_axis). The default runs
+  // unary_backward and then sum_axis; a backend may fuse them into one pass.
+  virtual void activation_backward(UnaryOp op, const Tensor& z, const Tensor& y,
+                                   const Tensor& grad_y, std::int64_t rows, std::int64_t n,
+                                   const Tensor& grad_z, const Tensor& grad_bias);
   // out = mask ? a : b; all three strided views expanded to out's shape, mask u8.
   virtual void where(const Tensor& mask, const Tensor& a, const Tensor& b, const Tensor& out) = 0;
 
@@ -207,6 +214,10 @@ class Backend {
   virtual void relative_softmax_backward(const RelativeSoftmaxArgs& args, const Tensor& probs,
                                          const Tensor& grad_probs,
                                          const RelativeSoftmaxGrads& grads);
+  // Rotary embedding (autograd/ops/rotary.h): x and out (B, H, L, D) strided with a
+  // contiguous last axis, cos/sin (L, D/2); inverse rotates by the negative angles.
+  virtual void rotary(const Tensor& x, const Tensor& cos, const Tensor& sin, const Tensor& out,
+                      bool inverse);
   // Tiled attention (see FlashAttentionArgs): writes out (B, H, Lq, D [+ 2k+1]) and the
   // per-row log-sum-exp lse (B, H, Lq) that the backward recomputes probabilities from.
   virtual void flash_attention(const FlashAttentionArgs& args, const Tensor& out,
