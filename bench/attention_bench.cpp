@@ -1,14 +1,16 @@
 // One attention layer, forward + backward, for every position scheme against no
 // positions, in the same run: B=8, H=4, d_model=256 (head_dim 64), causal.
-// Usage: bench_attention [L ...] [--reps N] [--path flash|fused|composed]
+// Usage: bench_attention [L ...] [--reps N] [--path flash|fused|composed] [--schemes t5,shaw]
 #include <fmt/format.h>
 
 #include <cstring>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "autograd/allocator.h"
+#include "autograd/blas_kernel.h"
 #include "autograd/tape.h"
 #include "bench/timing.h"
 #include "layers/attention.h"
@@ -44,9 +46,11 @@ double step_seconds(const Layer& layer, const Tensor& x, const Tensor& grad) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  relpos::use_best_blas_kernel(argv);
   std::vector<std::int64_t> lengths;
   int reps = 5;
   AttentionPath path = AttentionPath::flash;
+  std::vector<std::string> schemes = {"none", "t5", "alibi", "rope", "shaw", "xl"};
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
       reps = std::atoi(argv[++i]);
@@ -55,12 +59,16 @@ int main(int argc, char** argv) {
       path = name == "composed" ? AttentionPath::composed
              : name == "fused"  ? AttentionPath::fused
                                 : AttentionPath::flash;
+    } else if (std::strcmp(argv[i], "--schemes") == 0 && i + 1 < argc) {
+      schemes = {"none"};  // the baseline of the ratios
+      std::stringstream list(argv[++i]);
+      for (std::string s; std::getline(list, s, ',');)
+        if (s != "none") schemes.push_back(s);
     } else {
       lengths.push_back(std::atoll(argv[i]));
     }
   }
   if (lengths.empty()) lengths = {128, 512, 2048};
-  const std::vector<std::string> schemes = {"none", "t5", "alibi", "rope", "shaw", "xl"};
   fmt::print("one attention layer fwd+bwd, B=8 H=4 d=256, causal, {} path, median of {}\n\n",
              name_of(path), reps);
   fmt::print("| scheme | L | ms | vs none | peak tensor MiB |\n|---|---:|---:|---:|---:|\n");

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "autograd/blas_kernel.h"
 #include "autograd/ops/matmul.h"
 #include "autograd/random.h"
 #include "autograd/tape.h"
@@ -60,12 +61,12 @@ class RawGemm {
     const float* a = o.a.data<float>();
     const float* b = o.b.data<float>();
     const float* g = o.g.data<float>();
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.f, a, k, b, n, 0.f,
-                c_.data(), n);  // C = A·B: (M, N)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, k, n, 1.f, g, n, b, n, 0.f,
-                da_.data(), k);  // dA = G·Bᵀ: (M, K)
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, k, n, m, 1.f, a, k, g, n, 0.f,
-                db_.data(), n);  // dB = Aᵀ·G: (K, N)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.f, a, k, b, n, 0.f, c_.data(),
+                n);  // C = A·B: (M, N)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, k, n, 1.f, g, n, b, n, 0.f, da_.data(),
+                k);  // dA = G·Bᵀ: (M, K)
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, k, n, m, 1.f, a, k, g, n, 0.f, db_.data(),
+                n);  // dB = Aᵀ·G: (K, N)
   }
 
  private:
@@ -76,6 +77,7 @@ class RawGemm {
 }  // namespace
 
 int main(int argc, char** argv) {
+  relpos::use_best_blas_kernel(argv);
   CLI::App app{"GEMM forward+backward: relpos engine vs raw OpenBLAS"};
   int repetitions = 9;
   double seconds = 0.2;
@@ -85,8 +87,8 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
 
-  const std::vector<GemmShape> shapes{{256, 256, 256}, {512, 512, 512}, {1024, 1024, 1024},
-                                      {2048, 256, 256}};
+  const std::vector<GemmShape> shapes{
+      {256, 256, 256}, {512, 512, 512}, {1024, 1024, 1024}, {2048, 256, 256}};
   relpos::Rng rng(1234);
   std::printf("GEMM forward+backward (3 GEMMs), f32, %d threads, best of %d\n\n",
               relpos::num_threads(), repetitions);
@@ -109,8 +111,8 @@ int main(int argc, char** argv) {
     const double engine_gflops = flops_fwd_bwd(s) / best_engine_s * 1e-9;
     const double raw_gflops = flops_fwd_bwd(s) / best_raw_s * 1e-9;
     std::printf("| %lld×%lld×%lld | %.1f | %.1f | %.2f |\n", static_cast<long long>(s.m),
-                static_cast<long long>(s.k), static_cast<long long>(s.n), engine_gflops,
-                raw_gflops, engine_gflops / raw_gflops);
+                static_cast<long long>(s.k), static_cast<long long>(s.n), engine_gflops, raw_gflops,
+                engine_gflops / raw_gflops);
   }
   return 0;
 }

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "autograd/blas_kernel.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/matmul.h"
 #include "autograd/ops/reduce.h"
@@ -50,6 +51,7 @@ double train_step(Mlp& mlp, const Tensor& x, const Tensor& target, double lr) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  relpos::use_best_blas_kernel(argv);
   CLI::App app{"Two-layer MLP training step (relpos engine)"};
   std::int64_t batch = 256, dim = 512, hidden = 1024;
   int warmup = 5, steps = 20, repetitions = 5;

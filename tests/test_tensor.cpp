@@ -1,9 +1,12 @@
 // Tensor storage, views, copies and version counting.
 #include <catch2/catch.hpp>
+#include <cstdlib>
+#include <string>
 #if RELPOS_HAVE_CUDA
 #include <cuda_runtime_api.h>
 #endif
 
+#include "autograd/blas_kernel.h"
 #include "autograd/error.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/shape.h"
@@ -78,7 +81,8 @@ TEST_CASE("dtype conversion and copies between layouts", "[tensor]") {
 
 TEST_CASE("cuda device is refused cleanly without a CUDA build or device", "[tensor]") {
 #if !RELPOS_HAVE_CUDA
-  REQUIRE_THROWS_WITH(Tensor::zeros({2}, DType::f32, Device::cuda), Catch::Contains("without CUDA"));
+  REQUIRE_THROWS_WITH(Tensor::zeros({2}, DType::f32, Device::cuda),
+                      Catch::Contains("without CUDA"));
 #else
   // A CUDA build on a machine without a GPU refuses the device with a clear error.
   int devices = 0;
@@ -102,6 +106,19 @@ TEST_CASE("denormal floats are flushed to zero on the CPU backend's threads", "[
   Tensor tiny = Tensor::full({4}, 1e-30);
   Tensor product = tiny * 1e-15;  // 1e-45 is a float denormal: flushed to 0
   for (double v : product.to_vector()) REQUIRE(v == 0.0);
-  Tensor normal = tiny * 1e-5;    // 1e-35 is a normal float: kept
+  Tensor normal = tiny * 1e-5;  // 1e-35 is a normal float: kept
   for (double v : normal.to_vector()) REQUIRE(v > 0.0);
+}
+
+TEST_CASE("OpenBLAS runs its AVX-512 kernels where the CPU has them", "[threads]") {
+  __builtin_cpu_init();
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+  const char* chosen = std::getenv("OPENBLAS_CORETYPE");
+  INFO("CPU has AVX-512: " << avx512 << ", OpenBLAS kernels: " << blas_kernel_name()
+                           << ", OPENBLAS_CORETYPE=" << (chosen ? chosen : "(unset)"));
+  // The runner's main re-executes itself with OPENBLAS_CORETYPE=SkylakeX when needed;
+  // a value the user set is left alone.
+  const bool user_choice = chosen != nullptr && std::string(chosen) != "SkylakeX";
+  if (avx512 && !user_choice) REQUIRE(std::string(blas_kernel_name()) != "Haswell");
 }

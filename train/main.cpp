@@ -2,13 +2,14 @@
 // ablations and inspection. Errors become one line on stderr: exit 2 for bad
 // input, 1 for internal failures.
 #include <CLI/CLI.hpp>
-
 #include <iostream>
 
+#include "autograd/blas_kernel.h"
 #include "autograd/error.h"
 #include "train/commands/commands.h"
 
 int main(int argc, char** argv) {
+  relpos::use_best_blas_kernel(argv);
   CLI::App app{"relpos: train small transformer LMs and ablate their position schemes"};
   app.require_subcommand(1);
   relpos::add_train_command(app);

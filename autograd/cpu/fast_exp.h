@@ -16,7 +16,7 @@ inline float exp_approx(float x) {
   constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
   constexpr float kMin = -87.3365447f;  // log(FLT_MIN): smaller inputs underflow to 0
   constexpr float kMax = 88.0f;          // below log(FLT_MAX), so 2^n stays finite
-  const float clamped = std::fmin(std::fmax(x, kMin), kMax);
+  const float clamped = x < kMin ? kMin : (x > kMax ? kMax : x);
   const float n = std::floor(clamped * kLog2e + 0.5f);
   const float r = (clamped - n * kLn2Hi) - n * kLn2Lo;
   float p = 1.9875691500e-4f;
