@@ -100,6 +100,7 @@ struct FlashAttentionArgs {
   double scale = 1.0;
   double term_scale = 1.0;
   bool causal = false;
+  std::int64_t query_tile = 0, key_tile = 0;  // 0: the backend's defaults (tests set small ones)
 };
 
 // Undefined members are not wanted. q, k, v may be strided like the inputs.
@@ -130,13 +131,14 @@ class Backend {
   // grad_x = grad_y * f'(x); y = f(x) is given too, for ops whose derivative uses it.
   virtual void unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& grad_y,
                               const Tensor& grad_x, double param) = 0;
-  // The backward of a linear layer's activation y = f(z), z viewed as (rows, n):
-  // grad_z = grad_y * f'(z), and, when grad_bias is defined, grad_bias[j] = the sum
-  // of grad_z[:, j] over rows in row order (as sum_axis). The default runs
-  // unary_backward and then sum_axis; a backend may fuse them into one pass.
-  virtual void activation_backward(UnaryOp op, const Tensor& z, const Tensor& y,
-                                   const Tensor& grad_y, std::int64_t rows, std::int64_t n,
-                                   const Tensor& grad_z, const Tensor& grad_bias);
+  // The backward of a linear layer's activation y = f(z), z viewed as (rows, n), for
+  // an f whose derivative reads z alone (gelu_tanh, gelu_erf, relu): grad_z = grad_y
+  // * f'(z), and, when grad_bias is defined, grad_bias[j] = the sum of grad_z[:, j]
+  // over rows in row order (as sum_axis). The default runs unary_backward and then
+  // sum_axis; a backend may fuse them into one pass.
+  virtual void activation_backward(UnaryOp op, const Tensor& z, const Tensor& grad_y,
+                                   std::int64_t rows, std::int64_t n, const Tensor& grad_z,
+                                   const Tensor& grad_bias);
   // out = mask ? a : b; all three strided views expanded to out's shape, mask u8.
   virtual void where(const Tensor& mask, const Tensor& a, const Tensor& b, const Tensor& out) = 0;
 

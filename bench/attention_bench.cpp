@@ -1,6 +1,7 @@
 // One attention layer, forward + backward, for every position scheme against no
 // positions, in the same run: B=8, H=4, d_model=256 (head_dim 64), causal.
 // Usage: bench_attention [L ...] [--reps N] [--path flash|fused|composed] [--schemes t5,shaw]
+//        [--cpu-time]
 #include <fmt/format.h>
 
 #include <cstring>
@@ -36,11 +37,13 @@ Layer make_layer(const std::string& name, AttentionPath path) {
   return layer;
 }
 
-double step_seconds(const Layer& layer, const Tensor& x, const Tensor& grad) {
-  const double start = bench::now_seconds();
+// Wall seconds, or with `cpu_time` process CPU seconds: on a shared machine a
+// single-threaded run's CPU time leaves out the time other processes held the core.
+double step_seconds(const Layer& layer, const Tensor& x, const Tensor& grad, bool cpu_time) {
+  const double start = cpu_time ? bench::process_cpu_seconds() : bench::now_seconds();
   Tensor out = layer.attention->forward(x, 0);
   backward(out, grad);
-  return bench::now_seconds() - start;
+  return (cpu_time ? bench::process_cpu_seconds() : bench::now_seconds()) - start;
 }
 
 }  // namespace
@@ -51,6 +54,7 @@ int main(int argc, char** argv) {
   int reps = 5;
   AttentionPath path = AttentionPath::flash;
   std::vector<std::string> schemes = {"none", "t5", "alibi", "rope", "shaw", "xl"};
+  bool cpu_time = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
       reps = std::atoi(argv[++i]);
@@ -59,6 +63,8 @@ int main(int argc, char** argv) {
       path = name == "composed" ? AttentionPath::composed
              : name == "fused"  ? AttentionPath::fused
                                 : AttentionPath::flash;
+    } else if (std::strcmp(argv[i], "--cpu-time") == 0) {
+      cpu_time = true;
     } else if (std::strcmp(argv[i], "--schemes") == 0 && i + 1 < argc) {
       schemes = {"none"};  // the baseline of the ratios
       std::stringstream list(argv[++i]);
@@ -81,13 +87,13 @@ int main(int argc, char** argv) {
     for (const auto& s : schemes) layers.emplace(s, make_layer(s, path));
     std::map<std::string, std::vector<double>> times;
     std::map<std::string, std::size_t> peaks;
-    for (const auto& s : schemes) step_seconds(layers.at(s), x, grad);  // warm-up
+    for (const auto& s : schemes) step_seconds(layers.at(s), x, grad, cpu_time);  // warm-up
     // Rounds alternate the schemes so that machine noise spreads evenly.
     for (int r = 0; r < reps; ++r)
       for (const auto& s : schemes) {
         allocator_for(Device::cpu).reset_peak();
         const std::size_t base = allocator_for(Device::cpu).stats().current_bytes;
-        times[s].push_back(step_seconds(layers.at(s), x, grad));
+        times[s].push_back(step_seconds(layers.at(s), x, grad, cpu_time));
         peaks[s] = allocator_for(Device::cpu).stats().peak_bytes - base;
         x.zero_grad();
       }

@@ -105,17 +105,19 @@ double relative_error(const Tensor& a, const Tensor& b) {
 
 }  // namespace
 
+// Lengths of 560 and 600 keys span two default key tiles (512), the second partial,
+// and 70 or 560 queries span several query tiles (32), the last partial.
 TEST_CASE("flash attention matches the composed reference over many tiles, every scheme",
           "[attention][flash]") {
   std::vector<FlashCase> cases;
   for (const char* scheme : {"none", "t5", "shaw", "alibi", "rope"})
     for (bool causal : {true, false}) {
-      cases.push_back({scheme, causal, 200, 200});
-      cases.push_back({scheme, causal, 70, 300});
+      cases.push_back({scheme, causal, 560, 560});
+      cases.push_back({scheme, causal, 70, 600});
     }
-  cases.push_back({"xl", true, 200, 200});
-  cases.push_back({"xl", true, 70, 300});
-  cases.push_back({"xl", true, 70, 300, 100});
+  cases.push_back({"xl", true, 560, 560});
+  cases.push_back({"xl", true, 70, 600});
+  cases.push_back({"xl", true, 70, 600, 100});
   for (const FlashCase& c : cases) {
     INFO(c.scheme << " causal=" << c.causal << " Lq=" << c.q_len << " Lk=" << c.k_len
                   << " clamp_len=" << c.clamp_len);
@@ -142,9 +144,9 @@ TEST_CASE("gradcheck: flash attention with every term across tiles",
   Rng rng(71);
   const std::int64_t b = 1, h = 2, d = 2, clip = 3;
   for (bool causal : {true, false}) {
-    // 34 queries against 130 keys: two query tiles and two key tiles, the second ones
-    // partial (the tiles are 32 queries by 128 keys).
-    const std::int64_t lq = 34, lk = 130;
+    // 20 queries against 50 keys in tiles of 8 queries by 16 keys: three query tiles
+    // and four key tiles, the last of each partial.
+    const std::int64_t lq = 20, lk = 50;
     INFO("causal=" << causal);
     std::vector<Tensor> in{leaf({b, h, lq, d}, rng),
                            leaf({b, h, lk, d}, rng),
@@ -167,6 +169,8 @@ TEST_CASE("gradcheck: flash attention with every term across tiles",
           t.scale = 0.6;
           t.term_scale = 0.4;
           t.causal = causal;
+          t.query_tile = 8;
+          t.key_tile = 16;
           return flash_attention(x[0], x[1], x[2], t);
         },
         in);
@@ -175,8 +179,10 @@ TEST_CASE("gradcheck: flash attention with every term across tiles",
 
 namespace {
 
-// The flash op with every term: B=2, H=2, D=16, Lq=90 of Lk=200, k=20.
-std::vector<Tensor> flash_with_every_term(bool causal, DType dtype) {
+// The flash op with every term: B=2, H=2, D=16, Lq=90 of Lk=200, k=20; tile sizes
+// 0 are the defaults.
+std::vector<Tensor> flash_with_every_term(bool causal, DType dtype, std::int64_t query_tile = 0,
+                                          std::int64_t key_tile = 0) {
   Rng rng(72);
   const std::int64_t b = 2, h = 2, d = 16, lq = 90, lk = 200, clip = 20;
   std::vector<Tensor> x;
@@ -202,6 +208,8 @@ std::vector<Tensor> flash_with_every_term(bool causal, DType dtype) {
   }
   t.scale = t.term_scale = 0.25;
   t.causal = causal;
+  t.query_tile = query_tile;
+  t.key_tile = key_tile;
   Tensor out = flash_attention(x[0], x[1], x[2], t);
   backward(out, randn(out.shape(), rng, dtype));
   std::vector<Tensor> result{out.detach()};
@@ -223,6 +231,20 @@ TEST_CASE("flash attention is bit-identical with 1 and 2 threads", "[attention][
       INFO("causal=" << causal << (i == 0 ? " output" : " gradient of input ") << i - 1);
       REQUIRE(one[i].defined());
       CHECK(one[i].to_vector() == two[i].to_vector());
+    }
+  }
+}
+
+TEST_CASE("flash attention gives the same result for any tile size", "[attention][flash]") {
+  for (bool causal : {true, false}) {
+    const auto reference = flash_with_every_term(causal, DType::f64, 90, 200);  // one tile
+    for (auto [query_tile, key_tile] :
+         {std::pair<std::int64_t, std::int64_t>{0, 0}, {7, 13}, {32, 64}, {1, 200}}) {
+      const auto tiled = flash_with_every_term(causal, DType::f64, query_tile, key_tile);
+      for (std::size_t i = 0; i < tiled.size(); ++i) {
+        INFO("causal=" << causal << " tiles " << query_tile << "x" << key_tile << " tensor " << i);
+        CHECK(relative_error(tiled[i], reference[i]) <= 1e-12);
+      }
     }
   }
 }

@@ -67,6 +67,7 @@ void clipped_gradient_row(const FlashGeometry& g, const FlashBlock& blk, std::in
       [&](std::int64_t j_begin, std::int64_t j_end, std::int64_t bin, std::int64_t band_offset) {
         if (bin >= 0) {
           T total = 0;
+#pragma omp simd reduction(+ : total)
           for (std::int64_t j = j_begin; j < j_end; ++j) total += d[j];
           dclipped_row[bin] += term_scale * total;
         } else {
@@ -81,7 +82,7 @@ void backward_head(const BackwardTensors& t, const FlashGeometry& g, std::int64_
                    std::int64_t h) {
   const FlashAttentionArgs& a = t.a;
   const FlashAttentionGrads& gr = t.grads;
-  auto& scratch = cpu::FlashScratch<T>::local();
+  auto& scratch = cpu::FlashScratch<T>::local(g);
   thread_local std::vector<T> delta, dq, dxq;
   const T scale = static_cast<T>(a.scale), term_scale = static_cast<T>(a.term_scale);
   const std::int64_t task = b * g.heads + h;
@@ -103,7 +104,10 @@ void backward_head(const BackwardTensors& t, const FlashGeometry& g, std::int64_
   delta.resize(g.q_len);
   for (std::int64_t i = 0; i < g.q_len; ++i) {
     T acc = 0;
-    for (std::int64_t c = 0; c < out_cols; ++c) acc += o.row(i)[c] * go.row(i)[c];
+    const T* o_row = o.row(i);
+    const T* go_row = go.row(i);
+#pragma omp simd reduction(+ : acc)
+    for (std::int64_t c = 0; c < out_cols; ++c) acc += o_row[c] * go_row[c];
     delta[i] = acc;
   }
   zero_rows(dk, g.k_len, g.dim);
@@ -111,35 +115,35 @@ void backward_head(const BackwardTensors& t, const FlashGeometry& g, std::int64_
   if (dr) std::fill(dr, dr + g.k_len * g.dim, T(0));
   if (dclipped) std::fill(dclipped, dclipped + g.q_len * g.width, T(0));
   if (dbias) std::fill(dbias, dbias + g.n_dist, 0.0);
-  for (std::int64_t i0 = 0; i0 < g.q_len; i0 += cpu::kQueryTile) {
-    const std::int64_t rows = std::min(cpu::kQueryTile, g.q_len - i0);
+  for (std::int64_t i0 = 0; i0 < g.q_len; i0 += g.q_tile) {
+    const std::int64_t rows = std::min(g.q_tile, g.q_len - i0);
     dq.assign(rows * g.dim, T(0));
     dxq.assign(dxq_all || dr ? rows * g.dim : 0, T(0));
     const std::int64_t key_end = g.key_end(i0 + rows - 1);
-    for (std::int64_t j0 = 0; j0 < key_end; j0 += cpu::kKeyTile) {
-      const FlashBlock blk{i0, rows, j0, std::min(cpu::kKeyTile, key_end - j0)};
+    for (std::int64_t j0 = 0; j0 < key_end; j0 += g.k_tile) {
+      const FlashBlock blk{i0, rows, j0, std::min(g.k_tile, key_end - j0)};
       T* p = scratch.logits.data();
       T* ds = scratch.grad.data();
       cpu::block_logits<T>(a, g, b, h, blk, p, scratch.xl.data());
       // dp = grad_out_tile · v_tileᵀ (the first D columns of grad_out)
       cpu::gemm_rows<T>(false, true, rows, blk.cols, g.dim, T(1), go.row(i0), go.stride, v.row(j0),
-                        v.stride, T(0), ds, cpu::kKeyTile);
+                        v.stride, T(0), ds, g.k_tile);
       for (std::int64_t r = 0; r < rows; ++r) {
         const T* grad_bins = a.value_bins ? go.row(i0 + r) + g.dim : nullptr;
-        logits_gradient_row(g, blk, r, lse[i0 + r], delta[i0 + r], grad_bins, p + r * cpu::kKeyTile,
-                            ds + r * cpu::kKeyTile);
+        logits_gradient_row(g, blk, r, lse[i0 + r], delta[i0 + r], grad_bins, p + r * g.k_tile,
+                            ds + r * g.k_tile);
       }
       if (dv.base)  // dv_tile += pᵀ · grad_out_tile
-        cpu::gemm_rows<T>(true, false, blk.cols, g.dim, rows, T(1), p, cpu::kKeyTile, go.row(i0),
+        cpu::gemm_rows<T>(true, false, blk.cols, g.dim, rows, T(1), p, g.k_tile, go.row(i0),
                           go.stride, T(1), dv.row(j0), dv.stride);
       if (dk.base)  // dk_tile += scale · dsᵀ · q_tile
-        cpu::gemm_rows<T>(true, false, blk.cols, g.dim, rows, scale, ds, cpu::kKeyTile, q.row(i0),
+        cpu::gemm_rows<T>(true, false, blk.cols, g.dim, rows, scale, ds, g.k_tile, q.row(i0),
                           q.stride, T(1), dk.row(j0), dk.stride);
       if (dq_rows.base)  // dq_tile += scale · ds · k_tile
-        cpu::gemm_rows<T>(false, false, rows, g.dim, blk.cols, scale, ds, cpu::kKeyTile, k.row(j0),
+        cpu::gemm_rows<T>(false, false, rows, g.dim, blk.cols, scale, ds, g.k_tile, k.row(j0),
                           k.stride, T(1), dq.data(), g.dim);
       for (std::int64_t r = 0; r < rows && (dbias || dclipped); ++r) {
-        const T* dsr = ds + r * cpu::kKeyTile;
+        const T* dsr = ds + r * g.k_tile;
         const std::int64_t i = i0 + r, n = blk.visible(g, r);
         if (dbias) {
           double* acc = dbias + g.distance_index(i, j0);
@@ -151,19 +155,19 @@ void backward_head(const BackwardTensors& t, const FlashGeometry& g, std::int64_
         // E (rows, xl_width): the block's dlogits placed at their distance columns.
         const std::int64_t lo = blk.xl_lo(g), width = blk.xl_width(g);
         T* e = scratch.xl.data();
-        std::fill(e, e + rows * cpu::kXlWidth, T(0));
+        std::fill(e, e + rows * g.xl_ld, T(0));
         for (std::int64_t r = 0; r < rows; ++r) {
-          T* er = e + r * cpu::kXlWidth + blk.xl_shift(r);
-          const T* dsr = ds + r * cpu::kKeyTile;
+          T* er = e + r * g.xl_ld + blk.xl_shift(r);
+          const T* dsr = ds + r * g.k_tile;
           for (std::int64_t c = 0, n = blk.visible(g, r); c < n; ++c) er[c] = term_scale * dsr[c];
         }
         const T* r_rows = a.xl_r.data<T>() + (h * g.k_len + lo) * g.dim;
         // dxq_tile += E · r_slice;  dr_slice += Eᵀ · xq_tile
-        cpu::gemm_rows<T>(false, false, rows, g.dim, width, T(1), e, cpu::kXlWidth, r_rows, g.dim,
-                          T(1), dxq.data(), g.dim);
+        cpu::gemm_rows<T>(false, false, rows, g.dim, width, T(1), e, g.xl_ld, r_rows, g.dim, T(1),
+                          dxq.data(), g.dim);
         if (dr)
-          cpu::gemm_rows<T>(true, false, width, g.dim, rows, T(1), e, cpu::kXlWidth,
-                            xq_all + i0 * g.dim, g.dim, T(1), dr + lo * g.dim, g.dim);
+          cpu::gemm_rows<T>(true, false, width, g.dim, rows, T(1), e, g.xl_ld, xq_all + i0 * g.dim,
+                            g.dim, T(1), dr + lo * g.dim, g.dim);
       }
     }
     for (std::int64_t r = 0; r < rows && dq_rows.base; ++r)

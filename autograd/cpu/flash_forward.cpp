@@ -1,6 +1,6 @@
 // Tiled attention forward on the CPU (FlashAttention-2 style): for each (batch,
 // head) and each tile of queries, walk the key tiles with an online softmax. Only
-// one (kQueryTile, kKeyTile) block of logits exists at a time; the output keeps
+// one (query tile, key tile) block of logits exists at a time; the output keeps
 // the per-row log-sum-exp so the backward can recompute probabilities.
 #include <cmath>
 #include <limits>
@@ -36,6 +36,7 @@ void online_softmax_row(const FlashGeometry& g, const FlashBlock& blk, std::int6
                         bool value_bins, T* row, OnlineRows<T>& st) {
   const std::int64_t n = blk.visible(g, r);
   T block_max = -std::numeric_limits<T>::infinity();
+#pragma omp simd reduction(max : block_max)
   for (std::int64_t c = 0; c < n; ++c) block_max = std::max(block_max, row[c]);
   const T old_max = st.max[r];
   const T new_max = std::max(old_max, block_max);
@@ -46,6 +47,7 @@ void online_softmax_row(const FlashGeometry& g, const FlashBlock& blk, std::int6
   cpu::exp_shifted(row, new_max, row, n);
   std::fill(row + n, row + blk.cols, T(0));
   T block_sum = 0;
+#pragma omp simd reduction(+ : block_sum)
   for (std::int64_t c = 0; c < n; ++c) block_sum += row[c];
   const T rescale = cpu::exp_approx(old_max - new_max);
   st.max[r] = new_max;
@@ -63,6 +65,7 @@ void online_softmax_row(const FlashGeometry& g, const FlashBlock& blk, std::int6
       [&](std::int64_t j_begin, std::int64_t j_end, std::int64_t bin, std::int64_t band_offset) {
         if (bin >= 0) {
           T total = 0;
+#pragma omp simd reduction(+ : total)
           for (std::int64_t j = j_begin; j < j_end; ++j) total += p[j];
           bins[bin] += total;
         } else {
@@ -74,25 +77,25 @@ void online_softmax_row(const FlashGeometry& g, const FlashBlock& blk, std::int6
 template <class T>
 void forward_head(const FlashAttentionArgs& a, const FlashGeometry& g, std::int64_t b,
                   std::int64_t h, const Tensor& out, const Tensor& lse) {
-  auto& scratch = cpu::FlashScratch<T>::local();
+  auto& scratch = cpu::FlashScratch<T>::local(g);
   thread_local OnlineRows<T> st;
   const cpu::HeadRows<T> v = cpu::head_rows<T>(a.v, b, h);
   const cpu::HeadRows<T> o = cpu::head_rows<T>(out, b, h);
   T* lse_rows = lse.data<T>() + (b * g.heads + h) * g.q_len;
   const std::int64_t bins_width = a.value_bins ? g.width : 0;
-  for (std::int64_t i0 = 0; i0 < g.q_len; i0 += cpu::kQueryTile) {
-    const std::int64_t rows = std::min(cpu::kQueryTile, g.q_len - i0);
+  for (std::int64_t i0 = 0; i0 < g.q_len; i0 += g.q_tile) {
+    const std::int64_t rows = std::min(g.q_tile, g.q_len - i0);
     st.reset(rows, g.dim, bins_width);
     const std::int64_t key_end = g.key_end(i0 + rows - 1);
-    for (std::int64_t j0 = 0; j0 < key_end; j0 += cpu::kKeyTile) {
-      const FlashBlock blk{i0, rows, j0, std::min(cpu::kKeyTile, key_end - j0)};
+    for (std::int64_t j0 = 0; j0 < key_end; j0 += g.k_tile) {
+      const FlashBlock blk{i0, rows, j0, std::min(g.k_tile, key_end - j0)};
       T* s = scratch.logits.data();
       cpu::block_logits<T>(a, g, b, h, blk, s, scratch.xl.data());
       for (std::int64_t r = 0; r < rows; ++r)
-        online_softmax_row(g, blk, r, a.value_bins, s + r * cpu::kKeyTile, st);
+        online_softmax_row(g, blk, r, a.value_bins, s + r * g.k_tile, st);
       // out_tile += P · v_tile
-      cpu::gemm_rows<T>(false, false, rows, g.dim, blk.cols, T(1), s, cpu::kKeyTile, v.row(j0),
-                        v.stride, T(1), st.out.data(), g.dim);
+      cpu::gemm_rows<T>(false, false, rows, g.dim, blk.cols, T(1), s, g.k_tile, v.row(j0), v.stride,
+                        T(1), st.out.data(), g.dim);
     }
     for (std::int64_t r = 0; r < rows; ++r) {
       const T inv = T(1) / st.sum[r];

@@ -13,12 +13,12 @@
 
 namespace relpos::cpu {
 
-// Queries per tile, and keys per tile. Transformer-XL's position GEMM per block
-// spans kQueryTile + kKeyTile - 1 distances, so tall-and-narrow query tiles keep
-// its overhead over kKeyTile small.
+// Default queries and keys per tile. Transformer-XL's position GEMM per block
+// spans query_tile + key_tile - 1 distances, so short, wide tiles keep its
+// overhead over the content GEMM small; wide key tiles also make each GEMM call
+// large enough to amortise OpenBLAS's packing.
 inline constexpr std::int64_t kQueryTile = 32;
-inline constexpr std::int64_t kKeyTile = 128;
-inline constexpr std::int64_t kXlWidth = kQueryTile + kKeyTile - 1;
+inline constexpr std::int64_t kKeyTile = 512;
 
 // Rows of one (b, h) slice of a (B, H, L, C) tensor whose last axis is contiguous.
 template <class T>
@@ -37,6 +37,7 @@ HeadRows<T> head_rows(const Tensor& t, std::int64_t b, std::int64_t h) {
 
 struct FlashGeometry {
   std::int64_t batch, heads, q_len, k_len, dim, clip, width, n_dist;
+  std::int64_t q_tile, k_tile, xl_ld;  // tile sizes; xl_ld: columns of an XL block
   bool causal;
 
   explicit FlashGeometry(const FlashAttentionArgs& a)
@@ -48,6 +49,9 @@ struct FlashGeometry {
         clip(a.clip),
         width(2 * a.clip + 1),
         n_dist(a.q.size(2) + a.k.size(2) - 1),
+        q_tile(a.query_tile > 0 ? a.query_tile : kQueryTile),
+        k_tile(a.key_tile > 0 ? a.key_tile : kKeyTile),
+        xl_ld(q_tile + k_tile - 1),
         causal(a.causal) {}
 
   // Whether the (batch, head) tasks are big enough to pay for starting threads.
@@ -90,19 +94,24 @@ void for_clipped_ranges(const FlashGeometry& g, std::int64_t i, std::int64_t j0,
   if (band_end < end) body(band_end, end, 2 * g.clip, cr.band_offset);
 }
 
-// Per-thread scratch for one block; grows once, then is reused (no steady-state allocation).
+// Per-thread scratch for one block, grown on first use and then reused (no
+// steady-state allocation): logits and their gradient (q_tile, k_tile), and an XL
+// block (q_tile, xl_ld).
 template <class T>
 struct FlashScratch {
-  std::vector<T> logits, xl, grad;  // (kQueryTile, kKeyTile), (kQueryTile, kXlWidth), ditto
-  FlashScratch()
-      : logits(kQueryTile * kKeyTile), xl(kQueryTile * kXlWidth), grad(kQueryTile * kKeyTile) {}
-  static FlashScratch& local() {
+  std::vector<T> logits, xl, grad;
+  static FlashScratch& local(const FlashGeometry& g) {
     thread_local FlashScratch scratch;
+    const auto block = static_cast<std::size_t>(g.q_tile * g.k_tile);
+    if (scratch.logits.size() < block) scratch.logits.resize(block);
+    if (scratch.grad.size() < block) scratch.grad.resize(block);
+    const auto xl = static_cast<std::size_t>(g.q_tile * g.xl_ld);
+    if (scratch.xl.size() < xl) scratch.xl.resize(xl);
     return scratch;
   }
 };
 
-// s (rows, kKeyTile) = the block's logits; masked entries are -inf.
+// s (rows, k_tile) = the block's logits; masked entries are -inf.
 template <class T>
 void block_logits(const FlashAttentionArgs& a, const FlashGeometry& g, std::int64_t b,
                   std::int64_t h, const FlashBlock& blk, T* s, T* xl_scratch) {
@@ -111,7 +120,7 @@ void block_logits(const FlashAttentionArgs& a, const FlashGeometry& g, std::int6
   const T term_scale = static_cast<T>(a.term_scale);
   // s = scale * q_tile · k_tileᵀ
   gemm_rows<T>(false, true, blk.rows, blk.cols, g.dim, static_cast<T>(a.scale), q.row(blk.i0),
-               q.stride, k.row(blk.j0), k.stride, T(0), s, kKeyTile);
+               q.stride, k.row(blk.j0), k.stride, T(0), s, g.k_tile);
   std::int64_t xl_width = 0;
   if (a.xl_r.defined()) {
     // G (rows, xl_width) = xl_query_tile · (W_r R)[xl_lo .. xl_lo + xl_width)ᵀ
@@ -119,14 +128,14 @@ void block_logits(const FlashAttentionArgs& a, const FlashGeometry& g, std::int6
     const T* r = a.xl_r.data<T>() + (h * g.k_len + blk.xl_lo(g)) * g.dim;
     xl_width = blk.xl_width(g);
     gemm_rows<T>(false, true, blk.rows, xl_width, g.dim, T(1), xq, g.dim, r, g.dim, T(0),
-                 xl_scratch, kXlWidth);
+                 xl_scratch, g.xl_ld);
   }
   const T* bias = a.distance_bias.defined() ? a.distance_bias.data<T>() + h * g.n_dist : nullptr;
   const T* clipped =
       a.clipped.defined() ? a.clipped.data<T>() + (b * g.heads + h) * g.q_len * g.width : nullptr;
   for (std::int64_t r = 0; r < blk.rows; ++r) {
     const std::int64_t i = blk.i0 + r, n = blk.visible(g, r);
-    T* row = s + r * kKeyTile;
+    T* row = s + r * g.k_tile;
     if (bias) {
       const T* br = bias + g.distance_index(i, blk.j0);
       for (std::int64_t c = 0; c < n; ++c) row[c] += br[c];
@@ -147,7 +156,7 @@ void block_logits(const FlashAttentionArgs& a, const FlashGeometry& g, std::int6
                          });
     }
     if (xl_width > 0) {
-      const T* x = xl_scratch + r * kXlWidth + blk.xl_shift(r);
+      const T* x = xl_scratch + r * g.xl_ld + blk.xl_shift(r);
       for (std::int64_t c = 0; c < n; ++c) row[c] += term_scale * x[c];
     }
     std::fill(row + n, row + blk.cols, -std::numeric_limits<T>::infinity());

@@ -77,6 +77,8 @@ Tensor flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, const 
   args.scale = terms.scale;
   args.term_scale = terms.term_scale;
   args.causal = terms.causal;
+  args.query_tile = terms.query_tile;
+  args.key_tile = terms.key_tile;
 
   const std::int64_t batch = q.size(0), heads = q.size(1), q_len = q.size(2);
   const std::int64_t out_cols = q.size(3) + (terms.value_bins ? 2 * terms.clip + 1 : 0);

@@ -15,6 +15,7 @@ struct FlashTerms {
   double scale = 1.0;       // on q·k
   double term_scale = 1.0;  // on the Shaw and XL terms
   bool causal = false;
+  std::int64_t query_tile = 0, key_tile = 0;  // 0: the backend's defaults (tests set small ones)
 };
 
 // q (B, H, Lq, D); k, v (B, H, Lk, D) with Lk >= Lq, queries the last Lq positions.
