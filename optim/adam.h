@@ -8,8 +8,9 @@
 //   m = beta1 * m + (1 - beta1) * g
 //   v = beta2 * v + (1 - beta2) * g * g
 //   p = p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
-// State per parameter: "<name>/step" (i64 scalar), "<name>/exp_avg" (m),
-// "<name>/exp_avg_sq" (v).
+// State per parameter: "<name>/step" (i64 scalar, on the host), "<name>/exp_avg"
+// (m), "<name>/exp_avg_sq" (v), on the parameters' device. One step is one call
+// of Backend::adam_update over all parameters (on CUDA: one fused launch).
 #include <vector>
 
 #include "optim/optimizer.h"
@@ -35,7 +36,7 @@ class Adam : public Optimizer {
   struct Buffers {
     Tensor step, exp_avg, exp_avg_sq;
   };
-  void update(std::size_t index, const Tensor& grad, double lr) override;
+  void update(const std::vector<GradientOf>& gradients, double lr) override;
 
   AdamOptions options_;
   WeightDecay mode_;

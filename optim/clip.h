@@ -12,6 +12,8 @@ namespace relpos {
 // order), so the result does not depend on the thread count. When
 // coef = max_norm / (norm + 1e-6) is below 1, every gradient is scaled in place
 // by coef. A non-finite norm is returned as is and the gradients are left alone.
+// The work is Backend::clip_grad_norm on the gradients' device (on CUDA: the
+// norm is reduced and applied on the GPU; only the norm comes back).
 double clip_grad_norm(const std::vector<NamedParameter>& parameters, double max_norm);
 
 }  // namespace relpos

@@ -18,10 +18,9 @@ void check_parameter(const NamedParameter& p, std::set<std::string>& seen) {
           "Optimizer: parameter name '{}' contains '/'; names use dots", p.name);
   require(seen.insert(p.name).second, "Optimizer: parameter '{}' is listed twice", p.name);
   require(p.tensor.defined(), "Optimizer: parameter '{}' is an undefined tensor", p.name);
-  require(
-      is_floating(p.tensor.dtype()) && p.tensor.device() == Device::cpu && p.tensor.is_contiguous(),
-      "Optimizer: parameter '{}' is {}; expected a contiguous f32 or f64 CPU tensor", p.name,
-      p.tensor.describe());
+  require(is_floating(p.tensor.dtype()) && p.tensor.is_contiguous(),
+          "Optimizer: parameter '{}' is {}; expected a contiguous f32 or f64 tensor", p.name,
+          p.tensor.describe());
 }
 
 }  // namespace
@@ -31,13 +30,20 @@ std::int64_t Optimizer::increment(const Tensor& counter) { return ++*counter.dat
 Optimizer::Optimizer(std::vector<NamedParameter> parameters)
     : parameters_(std::move(parameters)), steps_(Tensor::zeros({}, DType::i64)) {
   std::set<std::string> seen;
-  for (const NamedParameter& p : parameters_) check_parameter(p, seen);
+  for (const NamedParameter& p : parameters_) {
+    check_parameter(p, seen);  // the first one is checked before its device is used
+    const Device device = parameters_.front().tensor.device();
+    require(p.tensor.device() == device,
+            "Optimizer: parameter '{}' is on {} but the first one is on {}; all parameters must "
+            "live on one device",
+            p.name, name_of(p.tensor.device()), name_of(device));
+  }
   state_[kStepKey] = steps_;
 }
 
 Tensor Optimizer::add_buffer(std::size_t index, const std::string& buffer, const Shape& shape,
-                             DType dtype) {
-  Tensor t = Tensor::zeros(shape, dtype);
+                             DType dtype, Device device) {
+  Tensor t = Tensor::zeros(shape, dtype, device);
   state_[parameters_.at(index).name + "/" + buffer] = t;
   return t;
 }
@@ -59,12 +65,13 @@ void Optimizer::step(double lr) {
   for (const NamedParameter& p : parameters_)
     if (p.tensor.grad().defined()) check_gradient(p);
   NoGradGuard no_grad;
+  std::vector<GradientOf> gradients;
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
     const Tensor grad = parameters_[i].tensor.grad();
-    if (!grad.defined()) continue;
-    update(i, grad.contiguous(), lr);
-    parameters_[i].tensor.bump_version();
+    if (grad.defined()) gradients.push_back({i, grad.contiguous()});
   }
+  update(gradients, lr);
+  for (const GradientOf& g : gradients) parameters_[g.index].tensor.bump_version();
   increment(steps_);
 }
 

@@ -8,7 +8,8 @@
 // "blocks.0.attn.q.weight/exp_avg". Every buffer exists, zero-initialised, from
 // construction, so the set of keys depends only on the parameters and settings.
 //
-// Kernels: CPU, f32 and f64, parameters and gradients contiguous.
+// Parameters: contiguous f32 or f64 tensors, all on one device. Per-parameter
+// step counters stay on the host; the other buffers live with the parameters.
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -44,12 +45,19 @@ class Optimizer {
   void load_state(const std::map<std::string, Tensor>& state);
 
  protected:
-  // Registers the zero state tensor "<name of parameter index>/<buffer>" and
-  // returns it (a handle that load_state writes through).
-  Tensor add_buffer(std::size_t index, const std::string& buffer, const Shape& shape, DType dtype);
-  // Updates parameters()[index].tensor in place; grad is contiguous, with the
-  // parameter's shape, dtype and device. Runs under a NoGradGuard.
-  virtual void update(std::size_t index, const Tensor& grad, double lr) = 0;
+  // Registers the zero state tensor "<name of parameter index>/<buffer>" on
+  // `device` and returns it (a handle that load_state writes through).
+  Tensor add_buffer(std::size_t index, const std::string& buffer, const Shape& shape, DType dtype,
+                    Device device);
+  // A parameter to update and its gradient: contiguous, with the parameter's
+  // shape, dtype and device.
+  struct GradientOf {
+    std::size_t index;  // into parameters()
+    Tensor grad;
+  };
+  // Updates every listed parameter in place (in list order, each at most once).
+  // Runs under a NoGradGuard.
+  virtual void update(const std::vector<GradientOf>& gradients, double lr) = 0;
   // Increments an i64 scalar counter tensor and returns the new value.
   static std::int64_t increment(const Tensor& counter);
 

@@ -39,14 +39,23 @@ Sgd::Sgd(std::vector<NamedParameter> parameters, SgdOptions options)
           "Sgd: weight_decay {} must be finite and >= 0", options.weight_decay);
   require(!options.nesterov || options.momentum > 0, "Sgd: nesterov needs momentum > 0, got {}",
           options.momentum);
+  for (const NamedParameter& p : this->parameters())
+    require(p.tensor.device() == Device::cpu,
+            "Sgd: parameter '{}' is on {}; SGD runs on the CPU only (use adam or adamw)", p.name,
+            name_of(p.tensor.device()));
   if (options.momentum == 0) return;
   for (std::size_t i = 0; i < this->parameters().size(); ++i) {
     const Tensor& p = this->parameters()[i].tensor;
-    momentum_buffers_.push_back(add_buffer(i, "momentum_buffer", p.shape(), p.dtype()));
+    momentum_buffers_.push_back(
+        add_buffer(i, "momentum_buffer", p.shape(), p.dtype(), Device::cpu));
   }
 }
 
-void Sgd::update(std::size_t index, const Tensor& grad, double lr) {
+void Sgd::update(const std::vector<GradientOf>& gradients, double lr) {
+  for (const GradientOf& g : gradients) update_one(g.index, g.grad, lr);
+}
+
+void Sgd::update_one(std::size_t index, const Tensor& grad, double lr) {
   const NamedParameter& param = parameters()[index];
   const double weight_decay = param.decay ? options_.weight_decay : 0.0;
   dispatch_floating(grad.dtype(), [&](auto zero) {

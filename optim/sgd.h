@@ -6,6 +6,7 @@
 //   d = nesterov ? d + momentum * buf : buf        (when momentum > 0)
 //   p = p - lr * d
 // State: "<name>/momentum_buffer" for each parameter when momentum > 0.
+// CPU parameters only.
 #include <vector>
 
 #include "optim/optimizer.h"
@@ -23,7 +24,8 @@ class Sgd : public Optimizer {
   Sgd(std::vector<NamedParameter> parameters, SgdOptions options);
 
  private:
-  void update(std::size_t index, const Tensor& grad, double lr) override;
+  void update(const std::vector<GradientOf>& gradients, double lr) override;
+  void update_one(std::size_t index, const Tensor& grad, double lr);
 
   SgdOptions options_;
   std::vector<Tensor> momentum_buffers_;  // empty when momentum == 0

@@ -6,6 +6,7 @@
 #include "autograd/error.h"
 #include "autograd/ops/loss.h"
 #include "autograd/tape.h"
+#include "train/device_placement.h"
 
 namespace relpos {
 
@@ -14,13 +15,15 @@ std::vector<EvalPoint> evaluate(TransformerLM& model, const DataSource& data,
   NoGradGuard no_grad;
   const bool was_training = model.training();
   model.set_training(false);
+  const Device device = device_of(model);
   std::vector<EvalPoint> points;
   for (std::int64_t length : lengths) {
     double total = 0.0;
     std::int64_t scored = 0;
     for (const Batch& batch : data.eval_batches(length, batches)) {
-      const Tensor logits = model.forward(batch.inputs);  // (B, L, V)
-      total += cross_entropy(logits, batch.targets, kIgnoreTarget, Reduction::sum).item();
+      const Tensor logits = model.forward(batch.inputs.to(device));  // (B, L, V)
+      total += cross_entropy(logits, batch.targets.to(device), kIgnoreTarget, Reduction::sum)
+                   .item();
       const std::int64_t* t = batch.targets.data<std::int64_t>();
       for (std::int64_t i = 0; i < batch.targets.numel(); ++i) scored += t[i] != kIgnoreTarget;
     }

@@ -8,14 +8,15 @@
 #include "autograd/ops/shape.h"
 #include "autograd/random.h"
 #include "autograd/tape.h"
+#include "train/device_placement.h"
 
 namespace relpos {
 namespace {
 
-Tensor as_batch(const std::vector<std::int64_t>& tokens) {
+Tensor as_batch(const std::vector<std::int64_t>& tokens, Device device) {
   Tensor t = Tensor::empty({1, static_cast<std::int64_t>(tokens.size())}, DType::i64);
   std::copy(tokens.begin(), tokens.end(), t.data<std::int64_t>());
-  return t;
+  return t.to(device);
 }
 
 // Draws the next token from the logits of the last position.
@@ -58,15 +59,16 @@ std::vector<std::int64_t> generate(TransformerLM& model, const std::vector<std::
   Rng rng(o.seed);
   std::vector<std::int64_t> context = prompt, generated;
   DecodeState state;
-  Tensor logits = o.use_cache ? model.forward(as_batch(prompt), state, true)
-                              : model.forward(as_batch(prompt));
+  const Device device = device_of(model);
+  Tensor logits = o.use_cache ? model.forward(as_batch(prompt, device), state, true)
+                              : model.forward(as_batch(prompt, device));
   for (std::int64_t n = 0; n < o.tokens; ++n) {
     const std::int64_t next = draw(last_row(logits), o, rng);
     generated.push_back(next);
     context.push_back(next);
     if (n + 1 == o.tokens) break;
-    logits = o.use_cache ? model.forward(as_batch({next}), state, true)
-                         : model.forward(as_batch(context));
+    logits = o.use_cache ? model.forward(as_batch({next}, device), state, true)
+                         : model.forward(as_batch(context, device));
   }
   return generated;
 }

@@ -15,6 +15,7 @@
 #include "optim/sgd.h"
 #include "train/evaluate.h"
 #include "train/atomic_file.h"
+#include "train/device_placement.h"
 #include "train/metrics.h"
 
 namespace relpos {
@@ -64,15 +65,17 @@ void load_parameters(const TransformerLM& model, const Checkpoint& ckpt,
 
 RunState build_run(const RunConfig& config) {
   validate(config);
-  require(config.train.device == "cpu",
-          "train.device: '{}' is not available yet for training (the CUDA backend does not run "
-          "whole models yet); use cpu",
-          config.train.device);
+  const Device device = train_device(config.train.device);
+  require(device == Device::cpu || config.optim.name != "sgd",
+          "optim.name: sgd runs on the CPU only; with train.device=cuda use adam or adamw");
   if (config.train.threads > 0) set_num_threads(static_cast<int>(config.train.threads));
   RunState run;
   run.config = config;
+  run.device = device;
   Rng init(mix64(config.train.seed, 1));
+  // Initialised on the CPU (the same values on every device), then moved.
   run.model = std::make_unique<TransformerLM>(config.model, init);
+  move_parameters(run.model->parameters(), device);
   run.optimizer = make_optimizer(config.optim, run.model->parameters());
   DataConfig data = config.data;
   data.seed = mix64(config.train.seed, 2);
@@ -104,6 +107,7 @@ RunState load_run_for_inference(const std::filesystem::path& path, const std::st
   const Checkpoint ckpt = load_checkpoint(path);
   RunConfig config = config_from_yaml(ckpt.config_yaml, path.string() + " (saved config)");
   if (!data_source.empty()) config.data.source = data_source;
+  config.train.device = "cpu";  // a checkpoint from a GPU run is usable on any machine
   RunState run = build_run(config);
   load_parameters(*run.model, ckpt, path);
   run.step = ckpt.step;
@@ -147,10 +151,10 @@ TrainSummary train(RunState& run) {
   Progress progress(run.step, c.train.steps);
   TrainSummary summary;
   summary.parameters = model.parameter_count();
-  allocator_for(Device::cpu).reset_peak();
-  progress.message(fmt::format("relpos: {} parameters, {}, {} steps from step {}, out_dir {}",
-                               summary.parameters, run.data->describe(), c.train.steps, run.step,
-                               out.string()));
+  allocator_for(run.device).reset_peak();
+  progress.message(fmt::format("relpos: {} parameters on {}, {}, {} steps from step {}, out_dir {}",
+                               summary.parameters, name_of(run.device), run.data->describe(),
+                               c.train.steps, run.step, out.string()));
 
   auto save = [&] {
     save_checkpoint(checkpoint_path(out / "checkpoints", run.step), snapshot(run));
@@ -177,8 +181,8 @@ TrainSummary train(RunState& run) {
     loss_value = 0.0;
     for (std::int64_t micro = 0; micro < c.optim.grad_accum; ++micro) {
       const Batch batch = run.data->next_train();
-      const Tensor logits = model.forward(batch.inputs);  // (B, L, V)
-      Tensor loss = cross_entropy(logits, batch.targets, kIgnoreTarget);
+      const Tensor logits = model.forward(batch.inputs.to(run.device));  // (B, L, V)
+      Tensor loss = cross_entropy(logits, batch.targets.to(run.device), kIgnoreTarget);
       if (c.optim.grad_accum > 1) loss = loss * (1.0 / static_cast<double>(c.optim.grad_accum));
       loss_value += loss.item();
       backward(loss);
@@ -220,7 +224,7 @@ TrainSummary train(RunState& run) {
   summary.tokens_per_second =
       static_cast<double>(run.tokens_seen - tokens_at_start) / std::max(summary.wall_seconds, 1e-9);
   summary.peak_rss_bytes = peak_rss_bytes();
-  summary.peak_tensor_bytes = allocator_for(Device::cpu).stats().peak_bytes;
+  summary.peak_tensor_bytes = allocator_for(run.device).stats().peak_bytes;
   return summary;
 }
 

@@ -29,6 +29,7 @@ struct TrainSummary {
 // from a checkpoint when resuming). Shared by train, eval and sample.
 struct RunState {
   RunConfig config;
+  Device device = Device::cpu;  // train.device: parameters, optimizer buffers and batches
   std::unique_ptr<TransformerLM> model;
   std::unique_ptr<Optimizer> optimizer;
   std::unique_ptr<DataSource> data;
@@ -36,10 +37,12 @@ struct RunState {
   std::int64_t tokens_seen = 0;
 };
 
-// Builds a fresh run state (model initialised from train.seed).
+// Builds a fresh run state (model initialised from train.seed, then placed on
+// train.device with its optimizer state).
 RunState build_run(const RunConfig& config);
 // Builds the run a checkpoint was saved from (its config, optionally with the data
-// source replaced) and loads its parameters: for eval, sample and inspect.
+// source replaced) and loads its parameters: for eval, sample and inspect. It runs
+// on the CPU whatever train.device the run used.
 RunState load_run_for_inference(const std::filesystem::path& checkpoint,
                                 const std::string& data_source = "");
 // Restores parameters, optimizer state, data stream and counters from a

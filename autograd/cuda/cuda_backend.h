@@ -87,6 +87,10 @@ class CudaBackend final : public Backend {
                                  const Tensor& grad_probs,
                                  const RelativeSoftmaxGrads& grads) override;
 
+  // optimizer kernels (optimizer.cu)
+  void adam_update(const std::vector<AdamUpdate>& updates) override;
+  double clip_grad_norm(const std::vector<Tensor>& grads, double max_norm, double eps) override;
+
  private:
   bool allow_tf32_ = false;
 };
