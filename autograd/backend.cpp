@@ -37,10 +37,13 @@ namespace {
 }
 }  // namespace
 
-void Backend::activation_backward(UnaryOp op, const Tensor& z, const Tensor& y,
-                                  const Tensor& grad_y, std::int64_t rows, std::int64_t n,
-                                  const Tensor& grad_z, const Tensor& grad_bias) {
-  unary_backward(op, z, y, grad_y, grad_z, 0.0);
+void Backend::activation_backward(UnaryOp op, const Tensor& z, const Tensor& grad_y,
+                                  std::int64_t rows, std::int64_t n, const Tensor& grad_z,
+                                  const Tensor& grad_bias) {
+  if (!(op == UnaryOp::gelu_tanh || op == UnaryOp::gelu_erf || op == UnaryOp::relu))
+    throw InternalError(fmt::format(
+        "activation_backward: op {} needs y = f(z), which it is not given", static_cast<int>(op)));
+  unary_backward(op, z, z, grad_y, grad_z, 0.0);  // y: unread by these derivatives
   if (grad_bias.defined()) sum_axis(grad_z, 1, rows, n, grad_bias);
 }
 

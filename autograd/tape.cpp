@@ -26,6 +26,13 @@ void accumulate(Tensor& slot, const Tensor& grad) {
   slot = slot.defined() ? add(slot, grad) : grad;
 }
 
+// Whether no other handle or view can see t's elements: then a leaf may keep t
+// itself as its .grad. Gradients that backward functions pass through (add's
+// returns its input) are shared and must be copied.
+bool held_only_here(const Tensor& t) {
+  return t.impl_ptr().use_count() == 1 && t.storage().use_count() == 1 && t.is_contiguous();
+}
+
 }  // namespace
 
 bool grad_enabled() { return grad_mode; }
@@ -133,7 +140,7 @@ void Tape::backward(const Tensor& root, const Tensor& grad_root) {
           throw InternalError(fmt::format("backward of '{}' gave gradient {} for input {}", node.op,
                                           to_string(g.shape()), leaf.describe()));
         Tensor existing = leaf.grad();
-        leaf.set_grad(existing.defined() ? add(existing, g) : g.clone());
+        leaf.set_grad(existing.defined() ? add(existing, g) : held_only_here(g) ? g : g.clone());
       }
     }
   }

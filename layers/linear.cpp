@@ -2,10 +2,6 @@
 
 #include <cmath>
 
-#include "autograd/ops/elementwise.h"
-#include "autograd/ops/matmul.h"
-#include "autograd/ops/shape.h"
-
 namespace relpos {
 
 Linear::Linear(std::int64_t in_features, std::int64_t out_features, bool bias, Rng& rng) {
@@ -14,9 +10,8 @@ Linear::Linear(std::int64_t in_features, std::int64_t out_features, bool bias, R
   if (bias) bias_ = register_parameter("bias", Tensor::zeros({out_features}), false);
 }
 
-Tensor Linear::forward(const Tensor& x) const {
-  Tensor y = matmul(x, transpose(weight_, 0, 1));  // (..., out)
-  return bias_.defined() ? add(y, bias_) : y;
+Tensor Linear::forward(const Tensor& x, Activation activation) const {
+  return linear(x, weight_, bias_, activation);
 }
 
 }  // namespace relpos

@@ -1,5 +1,6 @@
 #pragma once
-// y = x Wᵀ + b, W (out, in), b (out).
+// y = f(x Wᵀ + b), W (out, in), b (out), f an optional activation.
+#include "autograd/ops/linear.h"
 #include "layers/module.h"
 
 namespace relpos {
@@ -7,7 +8,8 @@ namespace relpos {
 class Linear : public Module {
  public:
   Linear(std::int64_t in_features, std::int64_t out_features, bool bias, Rng& rng);
-  Tensor forward(const Tensor& x) const;  // (..., in) -> (..., out)
+  // (..., in) -> (..., out)
+  Tensor forward(const Tensor& x, Activation activation = Activation::none) const;
   const Tensor& weight() const { return weight_; }
 
  private:

@@ -28,7 +28,7 @@ Tensor Block::forward(const Tensor& x, std::int64_t start, const Tensor& memory,
   if (attention_input) *attention_input = h.detach();
   Tensor a = attn_->forward(h, start, memory, cache);
   Tensor y = add(x, dropout(a, p, mix64(dropout_seed, 0), 0, training()));
-  Tensor m = fc2_->forward(gelu(fc1_->forward(norm2_->forward(y))));  // (B, L, d)
+  Tensor m = fc2_->forward(fc1_->forward(norm2_->forward(y), Activation::gelu_tanh));  // (B, L, d)
   return add(y, dropout(m, p, mix64(dropout_seed, 1), 0, training()));
 }
 

@@ -1,5 +1,5 @@
 // Host allocator: 64-byte aligned blocks with usage statistics, and a bounded
-// cache of large freed blocks.
+// cache of freed blocks of every size.
 #include <cstdint>
 #include <cstdlib>
 #include <mutex>
@@ -13,18 +13,24 @@ namespace relpos {
 namespace {
 
 constexpr std::size_t kAlignment = 64;
-// Freed blocks of at least kCacheMinBytes are kept and handed out again for the
-// same rounded size, up to kCacheMaxBytes in all. glibc gives large freed blocks
-// back to the OS (munmap, heap trimming), and faulting their pages in again on
-// the next step cost 15-20% of a 512×512×512 matmul forward+backward.
-constexpr std::size_t kCacheMinBytes = std::size_t{64} << 10;
+// Freed blocks are kept, per size class, and handed out again for a request of
+// the same class, up to kCacheMaxBytes in all. A training step allocates the
+// same sizes as the step before it, so once the first steps have filled the
+// cache a step makes no system allocation: no malloc for the tape's small
+// per-op tensors, and no page faults for the large ones (glibc gives large freed
+// blocks back to the OS, and faulting their pages in again on the next step cost
+// 15-20% of a 512×512×512 matmul forward+backward).
 constexpr std::size_t kCacheMaxBytes = std::size_t{4} << 30;
+// Size classes: multiples of 64 B below 64 KiB, of a page above. Coarser
+// classes for large blocks would serve more requests from the cache when sizes
+// vary, but a block reused for a larger request of its class faults in its tail
+// pages: that raised the peak RSS of a training step by 8% (d_model 256, L 128).
+constexpr std::size_t kSmallLimit = std::size_t{64} << 10;
 constexpr std::size_t kPageBytes = 4096;
 
-// The size of the block that serves a request: a multiple of the alignment, and
-// of the page size for cached blocks so that nearby sizes share cache entries.
-std::size_t block_size(std::size_t bytes) {
-  const std::size_t unit = bytes >= kCacheMinBytes ? kPageBytes : kAlignment;
+// The size of the block that serves a request.
+std::size_t size_class(std::size_t bytes) {
+  const std::size_t unit = bytes <= kSmallLimit ? kAlignment : kPageBytes;
   return (bytes + unit - 1) / unit * unit;
 }
 
@@ -32,10 +38,10 @@ std::size_t block_size(std::size_t bytes) {
 // is kept in the word just before the aligned pointer. glibc's aligned_alloc
 // splits and frees the slack of every block, which made small tensors (the
 // tape's per-op outputs) several times more expensive to allocate than malloc.
+// nullptr when the system has no memory.
 void* allocate_aligned(std::size_t bytes) {
-  if (bytes == 0) return nullptr;
   void* raw = std::malloc(bytes + kAlignment);  // malloc gives at least 16-byte alignment
-  if (raw == nullptr) throw std::bad_alloc();
+  if (raw == nullptr) return nullptr;
   const auto address = (reinterpret_cast<std::uintptr_t>(raw) + kAlignment) & ~(kAlignment - 1);
   void* aligned = reinterpret_cast<void*>(address);
   static_cast<void**>(aligned)[-1] = raw;
@@ -48,25 +54,36 @@ void free_aligned(void* aligned) {
 
 class CpuAllocator final : public Allocator {
  public:
-  ~CpuAllocator() override {
-    for (auto& [size, blocks] : cache_)
-      for (void* p : blocks) free_aligned(p);
-  }
+  ~CpuAllocator() override { release_cache(); }
 
   void* allocate(std::size_t bytes) override {
-    const std::size_t size = block_size(bytes);
-    void* p = size >= kCacheMinBytes ? take_cached(size) : nullptr;
-    if (p == nullptr) p = allocate_aligned(size);
+    if (bytes == 0) {
+      std::lock_guard lock(mutex_);
+      stats_.record_allocation(0);
+      return nullptr;
+    }
+    const std::size_t size = size_class(bytes);
     std::lock_guard lock(mutex_);
+    void* p = take_cached(size);
+    if (p == nullptr) {
+      p = allocate_aligned(size);
+      if (p == nullptr) {  // the cache may hold the memory this request needs
+        release_cache();
+        p = allocate_aligned(size);
+      }
+      if (p == nullptr) throw std::bad_alloc();
+      stats_.record_system_allocation();
+    }
     stats_.record_allocation(bytes);
     return p;
   }
   void deallocate(void* ptr, std::size_t bytes) override {
-    const std::size_t size = block_size(bytes);
+    const std::size_t size = size_class(bytes);
     {
       std::lock_guard lock(mutex_);
       stats_.record_free(bytes);
-      if (ptr != nullptr && size >= kCacheMinBytes && cached_bytes_ + size <= kCacheMaxBytes) {
+      if (ptr == nullptr) return;
+      if (cached_bytes_ + size <= kCacheMaxBytes) {
         try {
           cache_[size].push_back(ptr);
           cached_bytes_ += size;
@@ -88,15 +105,22 @@ class CpuAllocator final : public Allocator {
   }
 
  private:
-  // A cached block of exactly `size` bytes, or nullptr.
+  // A cached block of exactly `size` bytes, or nullptr. Called with mutex_ held.
   void* take_cached(std::size_t size) {
-    std::lock_guard lock(mutex_);
     auto it = cache_.find(size);
     if (it == cache_.end() || it->second.empty()) return nullptr;
     void* p = it->second.back();
     it->second.pop_back();
     cached_bytes_ -= size;
     return p;
+  }
+
+  // Frees every cached block. Called with mutex_ held (or from the destructor).
+  void release_cache() {
+    for (auto& [size, blocks] : cache_)
+      for (void* p : blocks) free_aligned(p);
+    cache_.clear();
+    cached_bytes_ = 0;
   }
 
   mutable std::mutex mutex_;

@@ -1,8 +1,10 @@
 // Layer normalisation and RMS normalisation over the last axis of x viewed as
 // (rows, n), on the CPU. Row statistics are accumulated in double, one thread
-// per row. grad_gamma / grad_beta are reduced over rows by column blocks: each
-// column is summed by a single thread in row order, so the result does not
-// depend on the number of threads.
+// per row, as SIMD reductions: partial sums per vector lane in a fixed order
+// (one chain of dependent adds made the (8192, 256) forward 3.3x slower).
+// grad_gamma / grad_beta are reduced over rows by column blocks: each column is
+// summed by a single thread in row order, so the result does not depend on the
+// number of threads.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -30,10 +32,12 @@ void norm_forward_typed(const Tensor& x, const Tensor& gamma, const Tensor& beta
     const T* row = px + r * n;
     double mu = 0.0;
     if (!rms) {
+#pragma omp simd reduction(+ : mu)
       for (std::int64_t j = 0; j < n; ++j) mu += static_cast<double>(row[j]);
       mu *= inv_n;
     }
     double sq = 0.0;  // sum of (x - mu)^2, mu = 0 for rms
+#pragma omp simd reduction(+ : sq)
     for (std::int64_t j = 0; j < n; ++j) {
       const double d = static_cast<double>(row[j]) - mu;
       sq += d * d;
@@ -74,6 +78,7 @@ void norm_backward_typed(const Tensor& x, const Tensor& gamma, const Tensor& mea
       const T* gy = pgy + r * n;
       const T m = pmean ? pmean[r] : T(0), s = prstd[r];
       double sum_d = 0.0, sum_dx = 0.0;
+#pragma omp simd reduction(+ : sum_d, sum_dx)
       for (std::int64_t j = 0; j < n; ++j) {
         const T d = pgamma ? gy[j] * pgamma[j] : gy[j];
         sum_d += static_cast<double>(d);

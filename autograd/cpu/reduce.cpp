@@ -1,9 +1,19 @@
 // Reductions over the middle axis of (outer, n, inner) on the CPU. Each output
 // element is summed in index order by one thread, so results are deterministic.
+#include <algorithm>
+
 #include "autograd/cpu/cpu_backend.h"
 #include "autograd/cpu/parallel.h"
 
 namespace relpos {
+namespace {
+
+// sum_axis splits each outer slice into blocks of this many inner columns, so
+// that a reduction over all rows (outer = 1, e.g. a bias gradient) still runs
+// on every thread.
+constexpr std::int64_t kSumColumnBlock = 64;
+
+}  // namespace
 
 void CpuBackend::sum_axis(const Tensor& x, std::int64_t outer, std::int64_t n, std::int64_t inner,
                           const Tensor& out) {
@@ -11,12 +21,16 @@ void CpuBackend::sum_axis(const Tensor& x, std::int64_t outer, std::int64_t n, s
     using T = decltype(zero);
     const T* px = x.data<T>();
     T* po = out.data<T>();
-    cpu::parallel_for(outer, outer * n * inner > 32768, [&](std::int64_t o) {
+    const std::int64_t blocks = (inner + kSumColumnBlock - 1) / kSumColumnBlock;
+    cpu::parallel_for(outer * blocks, outer * n * inner > 32768, [&](std::int64_t task) {
+      const std::int64_t o = task / blocks;
+      const std::int64_t i0 = task % blocks * kSumColumnBlock;
+      const std::int64_t i1 = std::min(inner, i0 + kSumColumnBlock);
       T* row = po + o * inner;
-      for (std::int64_t i = 0; i < inner; ++i) row[i] = T(0);
+      for (std::int64_t i = i0; i < i1; ++i) row[i] = T(0);
       for (std::int64_t r = 0; r < n; ++r) {
         const T* src = px + (o * n + r) * inner;
-        for (std::int64_t i = 0; i < inner; ++i) row[i] += src[i];
+        for (std::int64_t i = i0; i < i1; ++i) row[i] += src[i];
       }
     });
   });
