@@ -16,7 +16,8 @@ Position schemes, as their usual implementations do them:
   t5      bucketed distances of an (L, L) relative-position matrix, looked up in
           an nn.Embedding(num_buckets, heads) shared by all layers, added to scores;
   shaw    per-layer relative key and value tables gathered into (L, L, D) tensors
-          and contracted with einsum;
+          and contracted by one batched matmul per query position (as Shaw et
+          al.'s tensor2tensor code does);
   xl      sinusoidal R, a per-layer W_r projection, global u and v, and the
           pad-and-reshape relative shift.
 """
@@ -199,6 +200,16 @@ def rel_shift(x):
     return padded.view(b, h, k_len + 1, q_len)[:, :, 1:].reshape(b, h, q_len, k_len)
 
 
+def relative_inner(x, rel):
+    """Shaw et al.'s relative term as their reference code computes it: one batched
+    matmul per query position i. x (B, H, L, M), rel (L, M, N) -> (B, H, L, N) with
+    out[b, h, i] = x[b, h, i] @ rel[i]."""
+    b, h, length, m = x.shape
+    per_query = x.permute(2, 0, 1, 3).reshape(length, b * h, m)  # (L, B*H, M)
+    out = torch.bmm(per_query, rel)  # (L, B*H, N)
+    return out.view(length, b, h, -1).permute(1, 2, 0, 3)
+
+
 # ---- the model ----
 
 
@@ -223,7 +234,7 @@ class CausalSelfAttention(nn.Module):
             scores = (content + positional) * scale
         elif self.scheme == "shaw":
             rel_k = position.keys[self.layer][shared["index"]]  # (L, L, D)
-            scores = (q @ k.transpose(-2, -1) + torch.einsum("bhid,ijd->bhij", q, rel_k)) * scale
+            scores = (q @ k.transpose(-2, -1) + relative_inner(q, rel_k.transpose(1, 2))) * scale
         else:
             scores = (q @ k.transpose(-2, -1)) * scale  # (B, H, L, L)
         if "bias" in shared:
@@ -234,7 +245,7 @@ class CausalSelfAttention(nn.Module):
         y = probs @ v  # (B, H, L, D)
         if self.scheme == "shaw":
             rel_v = position.values[self.layer][shared["index"]]  # (L, L, D)
-            y = y + torch.einsum("bhij,ijd->bhid", probs, rel_v)
+            y = y + relative_inner(probs, rel_v)
         return self.out(y.transpose(1, 2).reshape(b, length, D_MODEL))
 
 
