@@ -103,6 +103,27 @@ double relative_error(const Tensor& a, const Tensor& b) {
   return diff / scale;
 }
 
+// The flash op on x = {q, k, v, distance bias, clipped logits, xl_query, xl_r} with
+// Shaw value bins, and XL's terms when causal.
+Tensor flash_every_term(const std::vector<Tensor>& x, std::int64_t clip, bool causal, double scale,
+                        double term_scale, std::int64_t query_tile, std::int64_t key_tile) {
+  FlashTerms t;
+  t.distance_bias = x[3];
+  t.clipped = x[4];
+  t.clip = clip;
+  t.value_bins = true;
+  if (causal) {
+    t.xl_query = x[5];
+    t.xl_r = x[6];
+  }
+  t.scale = scale;
+  t.term_scale = term_scale;
+  t.causal = causal;
+  t.query_tile = query_tile;
+  t.key_tile = key_tile;
+  return flash_attention(x[0], x[1], x[2], t);
+}
+
 }  // namespace
 
 // Lengths of 560 and 600 keys span two default key tiles (512), the second partial,
@@ -156,24 +177,7 @@ TEST_CASE("gradcheck: flash attention with every term across tiles",
                            leaf({b, h, lq, d}, rng, 0.5),
                            leaf({h, lk, d}, rng, 0.5)};
     testing::require_gradcheck(
-        [&](const auto& x) {
-          FlashTerms t;
-          t.distance_bias = x[3];
-          t.clipped = x[4];
-          t.clip = clip;
-          t.value_bins = true;
-          if (causal) {
-            t.xl_query = x[5];
-            t.xl_r = x[6];
-          }
-          t.scale = 0.6;
-          t.term_scale = 0.4;
-          t.causal = causal;
-          t.query_tile = 8;
-          t.key_tile = 16;
-          return flash_attention(x[0], x[1], x[2], t);
-        },
-        in);
+        [&](const auto& x) { return flash_every_term(x, clip, causal, 0.6, 0.4, 8, 16); }, in);
   }
 }
 
@@ -197,20 +201,7 @@ std::vector<Tensor> flash_with_every_term(bool causal, DType dtype, std::int64_t
     t.set_requires_grad(true);
     x.push_back(t);
   }
-  FlashTerms t;
-  t.distance_bias = x[3];
-  t.clipped = x[4];
-  t.clip = clip;
-  t.value_bins = true;
-  if (causal) {
-    t.xl_query = x[5];
-    t.xl_r = x[6];
-  }
-  t.scale = t.term_scale = 0.25;
-  t.causal = causal;
-  t.query_tile = query_tile;
-  t.key_tile = key_tile;
-  Tensor out = flash_attention(x[0], x[1], x[2], t);
+  Tensor out = flash_every_term(x, clip, causal, 0.25, 0.25, query_tile, key_tile);
   backward(out, randn(out.shape(), rng, dtype));
   std::vector<Tensor> result{out.detach()};
   for (std::size_t i = 0; i < (causal ? 7u : 5u); ++i) result.push_back(x[i].grad());
