@@ -2,26 +2,11 @@
 
 #include "autograd/backend.h"
 #include "autograd/ops/check.h"
+#include "autograd/ops/head_layout.h"
 #include "autograd/tape.h"
 
 namespace relpos {
 namespace {
-
-// x itself when its last axis is contiguous (the kernels take any other strides).
-Tensor rows_contiguous(const Tensor& x) { return x.strides().back() == 1 ? x : x.contiguous(); }
-
-// An uninitialised (B, H, L, C) tensor stored as (B, L, H, C): the layout that the
-// attention layer's head split and merge view without copying.
-Tensor empty_heads(std::int64_t batch, std::int64_t heads, std::int64_t len, std::int64_t cols,
-                   const Tensor& like) {
-  Tensor t = Tensor::empty({batch, len, heads, cols}, like.dtype(), like.device());
-  return Tensor::view_of(t, {batch, heads, len, cols}, {len * heads * cols, cols, heads * cols, 1},
-                         0);
-}
-
-Tensor empty_heads_like(const Tensor& x) {
-  return empty_heads(x.size(0), x.size(1), x.size(2), x.size(3), x);
-}
 
 bool wants(const Tensor& t) { return t.defined() && t.requires_grad(); }
 

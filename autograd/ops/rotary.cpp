@@ -2,23 +2,15 @@
 
 #include "autograd/backend.h"
 #include "autograd/ops/check.h"
+#include "autograd/ops/head_layout.h"
 #include "autograd/tape.h"
 
 namespace relpos {
 namespace {
 
-// An uninitialised tensor shaped like x (B, H, L, D) and stored as (B, L, H, D), the
-// layout of the attention layer's head split, so later ops view it without copying.
-Tensor empty_in_head_layout(const Tensor& x) {
-  const std::int64_t b = x.size(0), h = x.size(1), l = x.size(2), d = x.size(3);
-  Tensor t = Tensor::empty({b, l, h, d}, x.dtype(), x.device());
-  return Tensor::view_of(t, {b, h, l, d}, {l * h * d, d, h * d, 1}, 0);
-}
-
 Tensor rotate(const Tensor& x, const Tensor& cos, const Tensor& sin, bool inverse) {
-  Tensor in = x.strides().back() == 1 ? x : x.contiguous();
-  Tensor out = empty_in_head_layout(x);
-  backend_of(x).rotary(in, cos, sin, out, inverse);
+  Tensor out = empty_heads_like(x);
+  backend_of(x).rotary(rows_contiguous(x), cos, sin, out, inverse);
   return out;
 }
 

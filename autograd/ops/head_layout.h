@@ -1,0 +1,27 @@
+#pragma once
+// The attention layer keeps heads in the (B, L, H, C) layout of its projections
+// and views them as (B, H, L, C). Ops that produce per-head tensors allocate in
+// that layout so that splitting and merging heads never copies.
+#include "autograd/tensor.h"
+
+namespace relpos {
+
+// An uninitialised (B, H, L, C) tensor stored as (B, L, H, C).
+inline Tensor empty_heads(std::int64_t batch, std::int64_t heads, std::int64_t len,
+                          std::int64_t cols, const Tensor& like) {
+  Tensor t = Tensor::empty({batch, len, heads, cols}, like.dtype(), like.device());
+  return Tensor::view_of(t, {batch, heads, len, cols}, {len * heads * cols, cols, heads * cols, 1},
+                         0);
+}
+
+// empty_heads shaped like x (B, H, L, C).
+inline Tensor empty_heads_like(const Tensor& x) {
+  return empty_heads(x.size(0), x.size(1), x.size(2), x.size(3), x);
+}
+
+// x itself when its last axis is contiguous (what the per-head kernels need), else a copy.
+inline Tensor rows_contiguous(const Tensor& x) {
+  return x.strides().back() == 1 ? x : x.contiguous();
+}
+
+}  // namespace relpos
