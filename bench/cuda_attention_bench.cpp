@@ -37,7 +37,7 @@ Layer make_layer(const std::string& name) {
   const ModelDims dims{kModel, kHeads, 1, true};
   PositionConfig config;
   config.scheme = name;
-  config.max_relative = 16;
+  config.set("max_relative", std::int64_t{16});
   Layer layer;
   layer.scheme = make_position_scheme(config, dims, rng);
   layer.attention =

@@ -9,10 +9,14 @@
 
 namespace relpos {
 
+ModelDims model_dims(const ModelConfig& config) {
+  return {config.d_model, config.n_heads, config.n_layers, config.causal};
+}
+
 Block::Block(const ModelConfig& config, std::int64_t layer, const PositionScheme& scheme,
              Rng& rng)
     : config_(config) {
-  const ModelDims dims{config.d_model, config.n_heads, config.n_layers, config.causal};
+  const ModelDims dims = model_dims(config);
   norm1_ = &register_module("norm1", std::make_unique<Norm>(config.norm, config.d_model));
   attn_ = &register_module(
       "attn", std::make_unique<MultiHeadAttention>(dims, layer, scheme, config.attention_path, rng));
@@ -41,7 +45,7 @@ TransformerLM::TransformerLM(const ModelConfig& config, Rng& rng) : config_(conf
   require(config.d_ff > 0, "model.d_ff must be positive, got {}", config.d_ff);
   require(config.dropout >= 0.0 && config.dropout < 1.0, "model.dropout must be in [0, 1), got {}",
           config.dropout);
-  const ModelDims dims{config.d_model, config.n_heads, config.n_layers, config.causal};
+  const ModelDims dims = model_dims(config);
   embed_ = &register_module("embed", std::make_unique<Embedding>(config.vocab, config.d_model, rng));
   position_ = &register_module("position", make_position_scheme(config.position, dims, rng));
   for (std::int64_t l = 0; l < config.n_layers; ++l)

@@ -26,6 +26,9 @@ struct ModelConfig {
   AttentionPath attention_path = AttentionPath::flash;
 };
 
+// The dimensions a position scheme and the attention see.
+ModelDims model_dims(const ModelConfig& config);
+
 // Per-layer state carried between calls: a KV cache (sampling) or XL memory (training).
 struct DecodeState {
   std::vector<KvCache> caches;

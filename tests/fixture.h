@@ -1,10 +1,12 @@
 #pragma once
 // Loads the JSON fixtures written by tools/reference/positions_reference.py.
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -19,7 +21,9 @@ inline std::filesystem::path source_dir() {
 }
 
 struct Fixture {
+  std::string scheme;
   nlohmann::json config;
+  std::vector<std::string> params;  // attention cases: the scheme's parameters, in order
   std::map<std::string, Tensor> tensors;  // floating data as f64, integer data as i64
 
   const Tensor& at(const std::string& name) const {
@@ -35,13 +39,17 @@ struct Fixture {
   }
 };
 
+inline std::filesystem::path fixture_dir() { return source_dir() / "tests" / "fixtures" / "positions"; }
+
 inline Fixture load_fixture(const std::string& name) {
-  const auto path = source_dir() / "tests" / "fixtures" / "positions" / (name + ".json");
+  const auto path = fixture_dir() / (name + ".json");
   std::ifstream in(path);
   require(in.good(), "cannot open fixture {}", path.string());
   const nlohmann::json j = nlohmann::json::parse(in);
   Fixture f;
+  f.scheme = j.value("scheme", "");
   f.config = j.value("config", nlohmann::json::object());
+  f.params = j.value("params", std::vector<std::string>{});
   for (const auto& [key, value] : j.at("tensors").items()) {
     Shape shape = value.at("shape").get<Shape>();
     const auto& data = value.at("data");
@@ -52,6 +60,18 @@ inline Fixture load_fixture(const std::string& name) {
     f.tensors[key] = Tensor::from_data(values, shape, integral ? DType::i64 : DType::f64);
   }
   return f;
+}
+
+// The attention cases (those with a "params" list), by name, sorted.
+inline std::vector<std::string> attention_fixtures() {
+  std::vector<std::string> names;
+  for (const auto& file : std::filesystem::directory_iterator(fixture_dir())) {
+    if (file.path().extension() != ".json") continue;
+    std::ifstream in(file.path());
+    if (nlohmann::json::parse(in).contains("params")) names.push_back(file.path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 }  // namespace relpos::testing

@@ -6,7 +6,6 @@
 #include "autograd/allocator.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/tape.h"
-#include "layers/position/relative.h"
 #include "layers/position/scheme.h"
 #include "layers/scaled_attention.h"
 #include "test_helpers.h"
@@ -25,7 +24,7 @@ AttentionMemory measure(const char* scheme, AttentionPath path) {
   Rng rng(60);
   PositionConfig config;
   config.scheme = scheme;
-  config.max_relative = 64;
+  config.set("max_relative", std::int64_t{64});
   auto position = make_position_scheme(config, {heads * d, heads, 1, true}, rng);
   Tensor q = randn({batch, heads, len, d}, rng);
   Tensor k = randn({batch, heads, len, d}, rng);

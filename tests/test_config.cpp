@@ -14,6 +14,7 @@
 #include "autograd/error.h"
 #include "tests/fixture.h"
 #include "tests/test_files.h"
+#include "layers/position/registry.h"
 #include "train/config.h"
 
 namespace relpos {
@@ -43,19 +44,10 @@ void require_same(const RunConfig& a, const RunConfig& b) {
   CHECK(ma.attention_path == mb.attention_path);
   const PositionConfig &pa = ma.position, &pb = mb.position;
   CHECK(pa.scheme == pb.scheme);
-  CHECK(pa.max_len == pb.max_len);
-  CHECK(pa.max_relative == pb.max_relative);
-  CHECK(pa.shaw_keys == pb.shaw_keys);
-  CHECK(pa.shaw_values == pb.shaw_values);
-  CHECK(pa.per_head == pb.per_head);
-  CHECK(pa.num_buckets == pb.num_buckets);
-  CHECK(pa.max_distance == pb.max_distance);
-  CHECK(pa.bidirectional_buckets == pb.bidirectional_buckets);
-  CHECK(pa.per_layer == pb.per_layer);
-  CHECK(pa.scale == pb.scale);
-  CHECK(pa.clamp_len == pb.clamp_len);
-  CHECK(pa.per_layer_uv == pb.per_layer_uv);
-  CHECK(pa.rope_base == pb.rope_base);
+  for (const PositionKey& k : position_keys()) {
+    INFO("model.position." << k.key.name);
+    CHECK(pa.at(k.key.name) == pb.at(k.key.name));
+  }
   CHECK(a.data.source == b.data.source);
   CHECK(a.data.seq_len == b.data.seq_len);
   CHECK(a.data.batch_size == b.data.batch_size);
@@ -166,19 +158,19 @@ RunConfig every_key_expected() {
       300, 96, 3, 6, 200, 0.125, NormKind::rmsnorm, false, false, {}, AttentionPath::composed};
   PositionConfig& p = c.model.position;
   p.scheme = "shaw";
-  p.max_len = 4096;
-  p.max_relative = 5;
-  p.shaw_keys = false;
-  p.shaw_values = true;
-  p.per_head = true;
-  p.num_buckets = 64;
-  p.max_distance = 256;
-  p.bidirectional_buckets = false;
-  p.per_layer = true;
-  p.scale = false;
-  p.clamp_len = 7;
-  p.per_layer_uv = true;
-  p.rope_base = 500000.0;
+  p.set("max_len", std::int64_t{4096});
+  p.set("max_relative", std::int64_t{5});
+  p.set("shaw_keys", false);
+  p.set("shaw_values", true);
+  p.set("per_head", true);
+  p.set("num_buckets", std::int64_t{64});
+  p.set("max_distance", std::int64_t{256});
+  p.set("bidirectional_buckets", false);
+  p.set("per_layer", true);
+  p.set("scale", false);
+  p.set("clamp_len", std::int64_t{7});
+  p.set("per_layer_uv", true);
+  p.set("rope_base", 500000.0);
   c.data.source = "offset_lookup";
   c.data.seq_len = 64;
   c.data.batch_size = 5;
@@ -201,7 +193,7 @@ TEST_CASE("config: no files and no overrides give the struct defaults", "[config
   // Spot checks of the documented defaults, independent of the structs.
   CHECK(c.model.d_model == 128);
   CHECK(c.model.position.scheme == "none");
-  CHECK(c.model.position.bidirectional_buckets == false);  // follows model.causal = true
+  CHECK(c.model.position.get<bool>("bidirectional_buckets") == false);  // follows model.causal = true
   CHECK(c.optim.lr == 1e-3);
   CHECK(c.train.out_dir == "runs/default");
   CHECK(c.eval.lengths.empty());
@@ -246,7 +238,7 @@ TEST_CASE("config: overrides win over files, later files over earlier ones", "[c
                                              "model.position={scheme: shaw, max_relative: 8}"});
     CHECK(c.optim.lr == 4e-3);
     CHECK(c.model.position.scheme == "shaw");
-    CHECK(c.model.position.max_relative == 8);
+    CHECK(c.model.position.get<std::int64_t>("max_relative") == 8);
   }
   SECTION("dotted keys inside a file") {
     const RunConfig c =
@@ -419,7 +411,7 @@ TEST_CASE("config: to_yaml round-trips every key", "[config]") {
     c.optim.lr = 1.0 / 3.0;
     c.optim.eps = 1.2345678901234567e-9;
     c.schedule.min_lr = 0.1 / 3.0;
-    c.model.position.rope_base = 1e300;
+    c.model.position.set("rope_base", 1e300);
     c.data.val_fraction = 0.1 + 0.2;  // not 0.3
     c.train.out_dir = "runs/a b: c # d";
     c.data.source = "~";
@@ -464,16 +456,16 @@ TEST_CASE("config: to_yaml writes every key as nested maps in schema order", "[c
 }
 
 TEST_CASE("config: bidirectional_buckets follows model.causal unless set", "[config]") {
-  CHECK(from_overrides({}).model.position.bidirectional_buckets == false);
-  CHECK(from_overrides({"model.causal=false"}).model.position.bidirectional_buckets == true);
+  CHECK(from_overrides({}).model.position.get<bool>("bidirectional_buckets") == false);
+  CHECK(from_overrides({"model.causal=false"}).model.position.get<bool>("bidirectional_buckets") == true);
   CHECK(from_overrides({"model.causal=false", "model.position.bidirectional_buckets=false"})
-            .model.position.bidirectional_buckets == false);
+            .model.position.get<bool>("bidirectional_buckets") == false);
   CHECK(from_overrides({"model.causal=true", "model.position.bidirectional_buckets=true"})
-            .model.position.bidirectional_buckets == true);
+            .model.position.get<bool>("bidirectional_buckets") == true);
   TempDir dir("config");
   const std::string set =
       dir.write("set.yaml", "model:\n  position:\n    bidirectional_buckets: false\n");
-  CHECK(load_config({set}, {"model.causal=false"}).model.position.bidirectional_buckets == false);
+  CHECK(load_config({set}, {"model.causal=false"}).model.position.get<bool>("bidirectional_buckets") == false);
 }
 
 TEST_CASE("config: validation errors name the keys and values", "[config]") {
@@ -643,12 +635,12 @@ TEST_CASE("config: the scheme overlays in configs/schemes load", "[config]") {
     }
   }
   const RunConfig shaw = load_config({(root / "schemes" / "shaw.yaml").string()}, {});
-  CHECK(shaw.model.position.max_relative == 16);
+  CHECK(shaw.model.position.get<std::int64_t>("max_relative") == 16);
   const RunConfig t5 = load_config({(root / "schemes" / "t5.yaml").string()}, {});
-  CHECK(t5.model.position.num_buckets == 32);
-  CHECK(t5.model.position.max_distance == 128);
+  CHECK(t5.model.position.get<std::int64_t>("num_buckets") == 32);
+  CHECK(t5.model.position.get<std::int64_t>("max_distance") == 128);
   const RunConfig learned = load_config({(root / "schemes" / "learned.yaml").string()}, {});
-  CHECK(learned.model.position.max_len == 2048);
+  CHECK(learned.model.position.get<std::int64_t>("max_len") == 2048);
 }
 
 TEST_CASE("config: every run config under configs/ loads", "[config]") {

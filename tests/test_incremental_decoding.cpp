@@ -6,29 +6,28 @@
 #include "autograd/ops/shape.h"
 #include "autograd/tape.h"
 #include "layers/transformer.h"
+#include "layers/position/registry.h"
+#include "scheme_harness.h"
 #include "test_helpers.h"
 
 using namespace relpos;
 
 namespace {
 
-const std::vector<std::string> kSchemes = {"none", "sinusoidal", "learned", "shaw",
-                                           "t5",   "xl",         "alibi",   "rope"};
-
-ModelConfig small_model(const std::string& scheme) {
-  ModelConfig c;
-  c.vocab = 32;
-  c.d_model = 16;
-  c.n_layers = 2;
-  c.n_heads = 2;
-  c.d_ff = 32;
-  c.position.scheme = scheme;
-  c.position.max_relative = 3;   // Shaw clips inside the sequence
-  c.position.num_buckets = 8;    // T5 saturates inside the sequence
-  c.position.max_distance = 6;
-  c.position.max_len = 32;
-  c.position.clamp_len = 7;
-  return c;
+// Every variant of every scheme (layers/position/registry.h), in a small two-layer model.
+std::vector<ModelConfig> small_models() {
+  std::vector<ModelConfig> models;
+  for (const std::string& scheme : position_scheme_names())
+    for (const PositionConfig& position : test_position_configs(scheme)) {
+      ModelConfig& c = models.emplace_back();
+      c.vocab = 32;
+      c.d_model = 16;
+      c.n_layers = 2;
+      c.n_heads = 2;
+      c.d_ff = 32;
+      c.position = position;
+    }
+  return models;
 }
 
 Tensor random_tokens(std::int64_t batch, std::int64_t len, std::int64_t vocab, Rng& rng) {
@@ -50,10 +49,10 @@ void perturb(const TransformerLM& model, Rng& rng) {
 }  // namespace
 
 TEST_CASE("KV-cache decoding equals full recompute for every scheme", "[positions][decode]") {
-  for (const std::string& scheme : kSchemes) {
-    INFO("scheme " << scheme);
+  for (const ModelConfig& config : small_models()) {
+    INFO(testing::describe_config(config.position));
     Rng rng(50);
-    TransformerLM model(small_model(scheme), rng);
+    TransformerLM model(config, rng);
     model.set_training(false);
     perturb(model, rng);
     NoGradGuard no_grad;
@@ -72,10 +71,10 @@ TEST_CASE("KV-cache decoding equals full recompute for every scheme", "[position
 
 TEST_CASE("segment memory covering the past equals full recompute for every scheme",
           "[positions][decode]") {
-  for (const std::string& scheme : kSchemes) {
-    INFO("scheme " << scheme);
+  for (const ModelConfig& config : small_models()) {
+    INFO(testing::describe_config(config.position));
     Rng rng(51);
-    TransformerLM model(small_model(scheme), rng);
+    TransformerLM model(config, rng);
     model.set_training(false);
     perturb(model, rng);
     NoGradGuard no_grad;

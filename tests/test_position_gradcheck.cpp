@@ -6,12 +6,8 @@
 #include "autograd/ops/rotary.h"
 #include "autograd/ops/shape.h"
 #include "autograd/tape.h"
-#include "layers/position/absolute.h"
-#include "layers/position/alibi_slopes.h"
-#include "layers/position/relative.h"
-#include "layers/position/rope.h"
 #include "layers/position/t5_buckets.h"
-#include "layers/scaled_attention.h"
+#include "scheme_harness.h"
 #include "test_helpers.h"
 
 using namespace relpos;
@@ -60,82 +56,58 @@ TEST_CASE("gradcheck: fused relative softmax with every term", "[positions][grad
   }
 }
 
-namespace {
-
-// Attention through a scheme, with the scheme's tables as extra inputs.
-void gradcheck_attention(const char* scheme, bool causal, std::int64_t lq, std::int64_t lk) {
-  Rng rng(42);
-  const std::int64_t b = 1, h = 2, d = 4;
-  std::vector<Tensor> in{leaf({b, h, lq, d}, rng), leaf({b, h, lk, d}, rng), leaf({b, h, lk, d}, rng)};
-  const std::string s = scheme;
-  if (s == "t5") in.push_back(leaf({6, h}, rng));
-  if (s == "shaw") {
-    in.push_back(leaf({5, d}, rng, 0.5));     // keys, k = 2 < L: clipping happens
-    in.push_back(leaf({h, 5, d}, rng, 0.5));  // per-head values
-  }
-  if (s == "xl") {
-    in.push_back(leaf({h * d, 6}, rng, 0.5));  // W_r with d_model 6
-    in.push_back(leaf({h, d}, rng, 0.5));      // u
-    in.push_back(leaf({h, d}, rng, 0.5));      // v
-  }
-  for (AttentionPath path :
-       {AttentionPath::flash, AttentionPath::fused, AttentionPath::composed}) {
-    INFO(scheme << " causal=" << causal << " Lq=" << lq << " Lk=" << lk << " path="
-                << name_of(path));
-    require_gradcheck(
-        [&](const std::vector<Tensor>& x) {
-          PositionTerms t;
-          Tensor q = x[0], k = x[1];
-          if (s == "t5") {
-            // 6 buckets, max_distance 4: distances up to 9 saturate.
-            t.distance_bias = bucket_gather(x[3], t5_distance_buckets(lq, lk, {6, 4, !causal}));
-          } else if (s == "shaw") {
-            t.shaw_clip = 2;
-            t.shaw_keys = x[3];
-            t.shaw_values = x[4];
-          } else if (s == "xl") {
-            t.xl_r = xl_relative_encodings(x[3], lk, h, 3);  // clamp_len 3 < Lk
-            t.xl_u = x[4];
-            t.xl_v = x[5];
-          } else if (s == "alibi") {
-            t.distance_bias = alibi_distance_bias(alibi_slopes(h), lq, lk).to(DType::f64);
-          } else if (s == "rope") {
-            RotaryPosition rope(d, 10000.0);
-            q = rope.rotate(q, lk - lq);
-            k = rope.rotate(k, 0);
-          }
-          return scaled_attention(q, k, x[2], t, causal, path);
-        },
-        in);
-  }
-}
-
-}  // namespace
-
-TEST_CASE("gradcheck: attention through every scheme, tables and q, k, v", "[positions][gradcheck]") {
-  for (const char* scheme : {"none", "t5", "shaw", "alibi", "rope"})
-    for (bool causal : {true, false}) {
-      gradcheck_attention(scheme, causal, 9, 9);
-      gradcheck_attention(scheme, causal, 4, 10);
-    }
-  gradcheck_attention("xl", true, 9, 9);
-  gradcheck_attention("xl", true, 4, 10);
-}
-
-TEST_CASE("absolute position terms: sinusoid gradcheck and the learned table's gradient",
+TEST_CASE("gradcheck: attention through every scheme, tables and q, k, v",
           "[positions][gradcheck]") {
-  Rng rng(43);
-  SinusoidalPosition sinusoidal(6);
-  require_gradcheck([&](const auto& in) { return sinusoidal.embed(in[0], 4); },
-                    {leaf({2, 5, 6}, rng)});
-  // The learned table receives, at rows start..start+L-1, the sum over the batch
-  // of the output gradient, and nothing elsewhere.
-  Rng init(1);
-  LearnedPosition learned(12, 3, init);
-  const Tensor table = learned.parameters()[0].tensor;
+  const std::int64_t b = 1, h = 2, d = 4;
+  for (bool causal : {true, false}) {
+    // d_model 6 != H * D: W_r's input width is checked apart from the heads'.
+    for (auto& s : testing::attention_variants({6, h, 1, causal, d}, 42)) {
+      for (auto [lq, lk] : {std::pair<std::int64_t, std::int64_t>{9, 9}, {4, 10}}) {
+        Rng rng(42);
+        std::vector<Tensor> in{leaf({b, h, lq, d}, rng), leaf({b, h, lk, d}, rng),
+                               leaf({b, h, lk, d}, rng)};
+        for (const Tensor& p : testing::randomize_parameters(*s.scheme, DType::f64, rng))
+          in.push_back(p);  // perturbed in place: the scheme reads the same tensors
+        for (AttentionPath path :
+             {AttentionPath::flash, AttentionPath::fused, AttentionPath::composed}) {
+          INFO(s.label << " causal=" << causal << " Lq=" << lq << " Lk=" << lk
+                       << " path=" << name_of(path));
+          require_gradcheck(
+              [&](const std::vector<Tensor>& x) {
+                return testing::attention_through(*s.scheme, x[0], x[1], x[2], causal, path);
+              },
+              in);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("absolute position terms: gradchecks of every embedding scheme",
+          "[positions][gradcheck]") {
+  for (auto& s : testing::all_scheme_variants({6, 2, 1, true}, 43)) {
+    Rng rng(43);
+    std::vector<Tensor> in{leaf({2, 5, 6}, rng)};
+    for (const Tensor& p : testing::randomize_parameters(*s.scheme, DType::f64, rng))
+      in.push_back(p);
+    INFO(s.label);
+    require_gradcheck([&](const auto& x) { return s.scheme->embed(x[0], 4); }, in);
+  }
+}
+
+TEST_CASE("the learned table's gradient lands on the rows of the positions used",
+          "[positions][gradcheck]") {
+  // At rows start..start+L-1 the table receives the sum over the batch of the output
+  // gradient, and nothing elsewhere.
+  PositionConfig config;
+  config.scheme = "learned";
+  config.set("max_len", std::int64_t{12});
+  Rng init(1), rng(43);
+  auto learned = make_position_scheme(config, {3, 1, 1, true}, init);
+  const Tensor table = learned->parameters()[0].tensor;
   Tensor x = randn({2, 4, 3}, rng);
   Tensor g = randn({2, 4, 3}, rng);
-  backward(learned.embed(x, 5), g);
+  backward(learned->embed(x, 5), g);
   const auto grad = table.grad().to_vector();
   const auto gv = g.to_vector();
   for (std::int64_t row = 0; row < 12; ++row)
@@ -144,7 +116,7 @@ TEST_CASE("absolute position terms: sinusoid gradcheck and the learned table's g
       const double expected = inside ? gv[(row - 5) * 3 + c] + gv[12 + (row - 5) * 3 + c] : 0.0;
       REQUIRE(grad[row * 3 + c] == Approx(expected).margin(1e-6));
     }
-  REQUIRE_THROWS_WITH(learned.embed(x, 9), Catch::Contains("max_len=12"));
+  REQUIRE_THROWS_WITH(learned->embed(x, 9), Catch::Contains("max_len=12"));
 }
 
 TEST_CASE("gradcheck: the rotary op on a strided input", "[positions][gradcheck]") {

@@ -1,4 +1,4 @@
-// Pinned values: T5 buckets (GUIDE.md §2 and derived), Shaw's index matrix, rel_shift.
+// Pinned values: T5 buckets (docs/position-schemes.md §2 and derived), Shaw's index matrix, rel_shift.
 #include <catch2/catch.hpp>
 
 #include <set>
@@ -58,8 +58,8 @@ TEST_CASE("T5 rejects degenerate bucket configs", "[positions][t5]") {
   Rng rng(1);
   PositionConfig p;
   p.scheme = "t5";
-  p.num_buckets = 32;
-  p.max_distance = 4;
+  p.set("num_buckets", std::int64_t{32});
+  p.set("max_distance", std::int64_t{4});
   REQUIRE_THROWS_AS(make_position_scheme(p, {16, 2, 1, true}, rng), UsageError);
 }
 

@@ -6,13 +6,12 @@
 #include "autograd/ops/relative.h"
 #include "autograd/tape.h"
 #include "fixture.h"
-#include "layers/position/absolute.h"
+#include <set>
+
 #include "layers/position/alibi_slopes.h"
-#include "layers/position/relative.h"
-#include "layers/position/rope.h"
 #include "layers/position/sinusoid.h"
 #include "layers/position/t5_buckets.h"
-#include "layers/scaled_attention.h"
+#include "scheme_harness.h"
 #include "test_helpers.h"
 
 using namespace relpos;
@@ -20,86 +19,86 @@ using testing::Fixture;
 
 namespace {
 
-struct Case {
-  std::map<std::string, Tensor> leaves;  // q, k, v and the scheme's parameters
-  Tensor out;
-};
-
-// Builds the scheme's terms from the fixture's parameters and runs attention.
-Case run_case(const std::string& scheme, const Fixture& f, DType dtype, AttentionPath path) {
-  const auto& c = f.config;
-  const std::int64_t lq = c["Lq"], lk = c["Lk"], heads = c["H"], d = c["D"];
-  const bool causal = c["causal"];
-  Case r;
-  for (const char* name : {"q", "k", "v"}) r.leaves[name] = f.leaf(name, dtype);
-  Tensor q = r.leaves["q"], k = r.leaves["k"];
-  PositionTerms terms;
-  if (scheme == "t5") {
-    r.leaves["t5_table"] = f.leaf("t5_table", dtype);
-    const T5BucketConfig buckets{c["num_buckets"], c["max_distance"], c["bidirectional"]};
-    terms.distance_bias =
-        bucket_gather(r.leaves["t5_table"], t5_distance_buckets(lq, lk, buckets));
-    terms.scale_scores = c["scale"];
-  } else if (scheme == "shaw") {
-    terms.shaw_clip = c["max_rel"];
-    if (c["use_keys"]) terms.shaw_keys = r.leaves["shaw_keys"] = f.leaf("shaw_keys", dtype);
-    if (c["use_values"]) terms.shaw_values = r.leaves["shaw_values"] = f.leaf("shaw_values", dtype);
-  } else if (scheme == "xl") {
-    for (const char* name : {"xl_w_r", "xl_u", "xl_v"}) r.leaves[name] = f.leaf(name, dtype);
-    terms.xl_r = xl_relative_encodings(r.leaves["xl_w_r"], lk, heads, c["clamp_len"]);
-    terms.xl_u = r.leaves["xl_u"];
-    terms.xl_v = r.leaves["xl_v"];
-  } else if (scheme == "alibi") {
-    terms.distance_bias = alibi_distance_bias(alibi_slopes(heads), lq, lk);
-  } else if (scheme == "rope") {
-    RotaryPosition rope(d, c["base"]);
-    q = rope.rotate(q, lk - lq);
-    k = rope.rotate(k, 0);
-  }
-  r.out = scaled_attention(q, k, r.leaves["v"], terms, causal, path);
-  return r;
+// Our name for a name of the reference's (PositionSchemeEntry::reference_names).
+std::string our_name(const PositionSchemeEntry& entry, const std::string& name) {
+  for (const auto& [theirs, ours] : entry.reference_names)
+    if (theirs == name) return ours;
+  return name;
 }
 
-void check_against_fixture(const std::string& scheme, const std::string& name, DType dtype,
-                           AttentionPath path) {
+// The fixture's config as the scheme's config and the model's dims.
+std::pair<PositionConfig, ModelDims> scheme_config(const PositionSchemeEntry& entry,
+                                                   const nlohmann::json& c) {
+  const std::int64_t heads = c["H"], d = c["D"];
+  const ModelDims dims{c.value("d_model", heads * d), heads, 1, c["causal"], d};
+  PositionConfig config;
+  config.scheme = entry.name;
+  const PositionConfig defaults;
+  for (const auto& [name, value] : c.items()) {
+    if (name == "B" || name == "H" || name == "D" || name == "Lq" || name == "Lk" ||
+        name == "causal" || name == "d_model")
+      continue;
+    INFO("fixture config key " << name);
+    OptionValue& option = config.at(our_name(entry, name));  // throws for an unknown key
+    std::visit([&](auto& v) { v = value.get<std::decay_t<decltype(v)>>(); }, option);
+  }
+  return {config, dims};
+}
+
+// Builds the scheme from the fixture through the registry, loads the fixture's parameters
+// into it and compares the output and every gradient with the reference.
+void check_against_fixture(const std::string& name, DType dtype, AttentionPath path) {
   const Fixture f = testing::load_fixture(name);
+  const PositionSchemeEntry* entry = find_position_scheme(f.scheme);
+  REQUIRE(entry != nullptr);
+  const auto [config, dims] = scheme_config(*entry, f.config);
+  Rng rng(1);
+  const auto scheme = make_position_scheme(config, dims, rng);
+  std::map<std::string, Tensor> leaves;  // q, k, v and the scheme's parameters
+  for (const char* input : {"q", "k", "v"}) leaves[input] = f.leaf(input, dtype);
+  std::vector<std::string> names;  // the reference's names of our parameters
+  std::vector<Tensor> values;
+  for (const NamedParameter& p : scheme->parameters()) {
+    names.push_back(p.name);
+    for (const auto& [theirs, ours] : entry->reference_names)
+      if (ours == p.name) names.back() = theirs;
+    values.push_back(f.at(names.back()));
+  }
+  // Every reference parameter is one of ours.
+  REQUIRE(std::set<std::string>(names.begin(), names.end()) ==
+          std::set<std::string>(f.params.begin(), f.params.end()));
+  const auto parameters = testing::set_parameters(*scheme, values, dtype);
+  for (std::size_t i = 0; i < parameters.size(); ++i) leaves[names[i]] = parameters[i];
   const double tol = dtype == DType::f64 ? 1e-9 : 1e-4;
-  Case r = run_case(scheme, f, dtype, path);
   INFO(name << " " << name_of(path) << " " << name_of(dtype));
-  testing::require_close(r.out.to_vector(), f.at("out").to_vector(), tol);
-  backward(r.out, f.at("grad_out").to(dtype));
-  for (const auto& [leaf, tensor] : r.leaves) {
+  const Tensor out = testing::attention_through(*scheme, leaves["q"], leaves["k"], leaves["v"],
+                                                dims.causal, path);
+  testing::require_close(out.to_vector(), f.at("out").to_vector(), tol);
+  backward(out, f.at("grad_out").to(dtype));
+  for (const auto& [leaf, tensor] : leaves) {
     INFO("gradient of " << leaf);
     REQUIRE(tensor.grad().defined());
     testing::require_close(tensor.grad().to_vector(), f.at("grad_" + leaf).to_vector(), tol);
   }
 }
 
-const std::vector<std::pair<std::string, std::vector<std::string>>> kCases = {
-    {"none", {"none_causal", "none_bidir", "none_causal_mem", "none_bidir_mem"}},
-    {"t5",
-     {"t5_causal_unidir", "t5_bidir", "t5_causal_mem_unidir", "t5_causal_bidir_buckets",
-      "t5_bidir_mem", "t5_bidir_nb32_md128", "t5_causal_noscale"}},
-    {"shaw",
-     {"shaw_causal", "shaw_bidir", "shaw_causal_mem", "shaw_bidir_k1", "shaw_causal_per_head",
-      "shaw_bidir_per_head_mem", "shaw_bidir_keys_only", "shaw_causal_values_only"}},
-    {"xl",
-     {"xl_causal", "xl_causal_mem", "xl_causal_mem_clamp", "xl_causal_dmodel10",
-      "xl_causal_mem_dmodel6_d8"}},
-    {"alibi", {"alibi_causal", "alibi_bidir", "alibi_causal_mem", "alibi_causal_h4", "alibi_bidir_h6"}},
-    {"rope", {"rope_causal", "rope_bidir", "rope_causal_mem", "rope_bidir_d4"}},
-};
-
 }  // namespace
 
 TEST_CASE("every scheme matches the PyTorch reference: outputs and all gradients",
           "[positions][reference]") {
-  for (const auto& [scheme, names] : kCases)
-    for (const auto& name : names)
-      for (DType dtype : {DType::f64, DType::f32})
-        for (AttentionPath path :
-             {AttentionPath::flash, AttentionPath::fused, AttentionPath::composed})
-          check_against_fixture(scheme, name, dtype, path);
+  std::set<std::string> covered;
+  for (const std::string& name : testing::attention_fixtures()) {
+    covered.insert(testing::load_fixture(name).scheme);
+    for (DType dtype : {DType::f64, DType::f32})
+      for (AttentionPath path :
+           {AttentionPath::flash, AttentionPath::fused, AttentionPath::composed})
+        check_against_fixture(name, dtype, path);
+  }
+  // Every scheme that changes attention (terms or rotation) has reference cases.
+  for (auto& s : testing::all_scheme_variants({8, 2, 1, true}, 1)) {
+    INFO(s.label);
+    if (testing::affects_attention(s)) CHECK(covered.count(s.config.scheme) == 1);
+  }
 }
 
 TEST_CASE("T5 buckets match the reference on every relative position", "[positions][t5]") {
@@ -142,10 +141,12 @@ TEST_CASE("sinusoid tables match the reference; the sinusoidal scheme adds them 
         table, f.at("table_" + std::to_string(len) + "_" + std::to_string(dim)).to_vector(),
         1e-12);
   }
-  // embed(x, start) = x + kSinusoidScale * PE[start .. start+L).
-  SinusoidalPosition scheme(16);
+  // The scheme adds kSinusoidScale * PE[start .. start+L) to its input.
+  Rng rng(3);
+  auto scheme = make_position_scheme(test_position_configs("sinusoidal")[0],
+                                     {16, 2, 1, true}, rng);
   const Tensor x = Tensor::zeros({1, 5, 16}, DType::f64);
-  const auto added = scheme.embed(x, 3).to_vector();
+  const auto added = scheme->embed(x, 3).to_vector();
   const auto reference = f.at("table_50_16").to_vector();
   for (std::size_t i = 0; i < added.size(); ++i)
     REQUIRE(added[i] == Approx(kSinusoidScale * reference[3 * 16 + i]).margin(1e-15));

@@ -12,6 +12,7 @@
 
 #include "autograd/error.h"
 #include "data/masking.h"
+#include "layers/position/registry.h"
 #include "train/config_schema.h"
 #include "train/config_value.h"
 
@@ -75,9 +76,9 @@ class ConfigBuilder {
 
   // Fills the keys derived from others, then validates.
   RunConfig finish() {
-    PositionConfig& position = config_.model.position;
-    if (!set_keys_.contains("model.position.bidirectional_buckets")) {
-      position.bidirectional_buckets = !config_.model.causal;
+    for (const PositionKey& k : position_keys()) {
+      if (k.key.unset_default && !set_keys_.contains("model.position." + k.key.name))
+        config_.model.position.set(k.key.name, k.key.unset_default(model_dims(config_.model)));
     }
     // A bidirectional model is trained with the masked-token objective: one more token id.
     if (!set_keys_.contains("model.vocab") && !config_.model.causal) {

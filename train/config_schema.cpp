@@ -1,13 +1,18 @@
 #include "train/config_schema.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
+
+#include "layers/position/registry.h"
 
 namespace relpos {
 namespace {
 
 using F = ConfigField;
 
-std::vector<ConfigKey> build_schema() {
+std::vector<ConfigKey> model_keys() {
   return {
       // ---- model ----
       {"model.vocab",
@@ -52,63 +57,29 @@ std::vector<ConfigKey> build_schema() {
        "attention kernel: flash (tiled, no L x L; CPU), fused (L x L scores, one softmax "
        "kernel) or composed of primitive ops (slowest; the reference)",
        [](RunConfig& c) -> F { return &c.model.attention_path; }},
-      // ---- model.position ----
-      {"model.position.scheme",
-       {"none", "sinusoidal", "learned", "shaw", "t5", "xl", "alibi", "rope"},
-       "position scheme (docs/position-schemes.md)",
-       [](RunConfig& c) -> F { return &c.model.position.scheme; }},
-      {"model.position.max_len",
-       {},
-       "learned: positions in the absolute table",
-       [](RunConfig& c) -> F { return &c.model.position.max_len; }},
-      {"model.position.max_relative",
-       {},
-       "shaw: clipping distance k (tables of 2k+1 rows)",
-       [](RunConfig& c) -> F { return &c.model.position.max_relative; }},
-      {"model.position.shaw_keys",
-       {},
-       "shaw: relative term on the keys (logits)",
-       [](RunConfig& c) -> F { return &c.model.position.shaw_keys; }},
-      {"model.position.shaw_values",
-       {},
-       "shaw: relative term on the values (outputs)",
-       [](RunConfig& c) -> F { return &c.model.position.shaw_values; }},
-      {"model.position.per_head",
-       {},
-       "shaw: one table per head instead of one shared by all heads",
-       [](RunConfig& c) -> F { return &c.model.position.per_head; }},
-      {"model.position.num_buckets",
-       {},
-       "t5: number of relative-distance buckets",
-       [](RunConfig& c) -> F { return &c.model.position.num_buckets; }},
-      {"model.position.max_distance",
-       {},
-       "t5: distance where the logarithmic buckets saturate",
-       [](RunConfig& c) -> F { return &c.model.position.max_distance; }},
-      {"model.position.bidirectional_buckets",
-       {},
-       "t5: half the buckets per direction; when not set: the opposite of model.causal",
-       [](RunConfig& c) -> F { return &c.model.position.bidirectional_buckets; }},
-      {"model.position.per_layer",
-       {},
-       "t5: one bias table per layer (UMT5) instead of one shared (T5)",
-       [](RunConfig& c) -> F { return &c.model.position.per_layer; }},
-      {"model.position.scale",
-       {},
-       "t5: divide q·k by sqrt(head_dim) (T5 itself does not)",
-       [](RunConfig& c) -> F { return &c.model.position.scale; }},
-      {"model.position.clamp_len",
-       {},
-       "xl: clamp relative distances to this; 0: no clamp",
-       [](RunConfig& c) -> F { return &c.model.position.clamp_len; }},
-      {"model.position.per_layer_uv",
-       {},
-       "xl: u and v per layer instead of shared by all layers",
-       [](RunConfig& c) -> F { return &c.model.position.per_layer_uv; }},
-      {"model.position.rope_base",
-       {},
-       "rope: base of the rotation frequencies",
-       [](RunConfig& c) -> F { return &c.model.position.rope_base; }},
+  };
+}
+
+// model.position.scheme and every key of the registered schemes (layers/position/registry.h).
+std::vector<ConfigKey> position_schema() {
+  std::vector<ConfigKey> keys{{"model.position.scheme", position_scheme_names(),
+                               "position scheme (docs/position-schemes.md)",
+                               [](RunConfig& c) -> F { return &c.model.position.scheme; }}};
+  for (const PositionKey& k : position_keys()) {
+    const std::string name = k.key.name;
+    keys.push_back({"model.position." + name,
+                    {},
+                    fmt::format("{}: {}", fmt::join(k.schemes, ", "), k.key.meaning),
+                    [name](RunConfig& c) -> F {
+                      return std::visit([](auto& value) -> F { return &value; },
+                                        c.model.position.at(name));
+                    }});
+  }
+  return keys;
+}
+
+std::vector<ConfigKey> run_keys() {
+  return {
       // ---- data ----
       {"data.source",
        {},
@@ -296,7 +267,12 @@ std::string closest_config_path(std::string_view path) {
 }
 
 const std::vector<ConfigKey>& config_schema() {
-  static const std::vector<ConfigKey> schema = build_schema();
+  static const std::vector<ConfigKey> schema = [] {
+    std::vector<ConfigKey> keys = model_keys();
+    for (auto* part : {position_schema, run_keys})
+      for (ConfigKey& key : part()) keys.push_back(std::move(key));
+    return keys;
+  }();
   return schema;
 }
 

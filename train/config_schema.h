@@ -2,6 +2,7 @@
 // The config schema: one entry per key path (e.g. `model.position.scheme`), in
 // the order to_yaml writes them. Each entry binds its key to a field of RunConfig.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -21,7 +22,7 @@ struct ConfigKey {
   // empty for every other key.
   std::vector<std::string> choices;
   std::string meaning;
-  ConfigField (*field)(RunConfig&);
+  std::function<ConfigField(RunConfig&)> field;
 };
 
 const std::vector<ConfigKey>& config_schema();

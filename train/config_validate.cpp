@@ -6,7 +6,7 @@
 
 #include "autograd/error.h"
 #include "data/masking.h"
-#include "layers/position/t5_buckets.h"
+#include "layers/position/registry.h"
 #include "train/config.h"
 #include "train/config_schema.h"
 #include "train/config_value.h"
@@ -48,50 +48,9 @@ void validate_model(const ModelConfig& m) {
 // The settings of the chosen scheme only: the others are unused.
 void validate_position(const RunConfig& config) {
   const ModelConfig& m = config.model;
-  const PositionConfig& p = m.position;
-  const std::int64_t head_dim = m.d_model / m.n_heads;
-  if (p.scheme == "sinusoidal" || p.scheme == "xl") {
-    require(m.d_model % 2 == 0, "model.position.scheme={} needs an even model.d_model, got {}",
-            p.scheme, m.d_model);
-  }
-  if (p.scheme == "learned") {
-    require_at_least(p.max_len, 1, "model.position.max_len");
-    require(p.max_len >= config.data.seq_len,
-            "model.position.max_len={} is shorter than data.seq_len={} (scheme learned)", p.max_len,
-            config.data.seq_len);
-    for (const std::int64_t length : config.eval.lengths) {
-      require(p.max_len >= length,
-              "model.position.max_len={} is shorter than eval.lengths entry {} (scheme learned)",
-              p.max_len, length);
-    }
-  }
-  if (p.scheme == "shaw") {
-    require_at_least(p.max_relative, 1, "model.position.max_relative");
-    require(p.shaw_keys || p.shaw_values,
-            "model.position.scheme=shaw needs model.position.shaw_keys or "
-            "model.position.shaw_values to be true");
-  }
-  if (p.scheme == "t5") {
-    try {
-      validate(T5BucketConfig{p.num_buckets, p.max_distance, p.bidirectional_buckets});
-    } catch (const UsageError& e) {
-      fail(
-          "model.position.num_buckets={}, model.position.max_distance={}, "
-          "model.position.bidirectional_buckets={}: {}",
-          p.num_buckets, p.max_distance, p.bidirectional_buckets, e.what());
-    }
-  }
-  if (p.scheme == "xl") {
-    require(m.causal, "model.position.scheme=xl needs model.causal=true");
-    require_at_least(p.clamp_len, 0, "model.position.clamp_len");
-  }
-  if (p.scheme == "rope") {
-    require(head_dim % 2 == 0,
-            "model.position.scheme=rope needs an even head dimension, got model.d_model={} / "
-            "model.n_heads={} = {}",
-            m.d_model, m.n_heads, head_dim);
-    require(p.rope_base > 1.0, "model.position.rope_base must be > 1, got {}", p.rope_base);
-  }
+  const PositionSchemeEntry* entry = find_position_scheme(m.position.scheme);
+  if (entry->validate)
+    entry->validate(m.position, {model_dims(m), config.data.seq_len, config.eval.lengths});
 }
 
 void validate_data(const DataConfig& d) {

@@ -1,53 +1,85 @@
-#include "layers/position/rope.h"
-
+// rope (Su et al.): q and k rotated by their absolute positions, rotate-half convention:
+// dimension m is paired with m + D/2 and rotated by the angle p * inv_freq[m].
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "autograd/error.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/rotary.h"
 #include "autograd/ops/shape.h"
+#include "layers/position/registry.h"
 #include "layers/position/sinusoid.h"
 
 namespace relpos {
+namespace {
 
-RotaryPosition::RotaryPosition(std::int64_t head_dim, double base)
-    : head_dim_(head_dim), base_(base) {
-  require(head_dim % 2 == 0, "rope: the head dimension must be even, got {}", head_dim);
-}
+class RotaryPosition final : public PositionScheme {
+ public:
+  RotaryPosition(std::int64_t head_dim, double base) : head_dim_(head_dim), base_(base) {}
 
-std::pair<Tensor, Tensor> RotaryPosition::angles(std::int64_t start, std::int64_t len,
-                                                 DType dtype) const {
-  const std::int64_t half = head_dim_ / 2, end = start + len;
-  if (!cos_cache_.defined() || cos_cache_.size(0) < end || cos_cache_.dtype() != dtype) {
-    const std::int64_t positions =
-        std::max<std::int64_t>(end, 2 * (cos_cache_.defined() ? cos_cache_.size(0) : 0));
-    const std::vector<double> inv = inverse_frequencies(head_dim_, base_);
-    Tensor c = Tensor::empty({positions, half}, DType::f64);
-    Tensor s = Tensor::empty({positions, half}, DType::f64);
-    double* cd = c.data<double>();
-    double* sd = s.data<double>();
-    for (std::int64_t p = 0; p < positions; ++p)
-      for (std::int64_t m = 0; m < half; ++m) {
-        const double angle = static_cast<double>(p) * inv[m];
-        cd[p * half + m] = std::cos(angle);
-        sd[p * half + m] = std::sin(angle);
-      }
-    cos_cache_ = c.to(dtype);
-    sin_cache_ = s.to(dtype);
+  Tensor rotate(const Tensor& x, std::int64_t start) const override {
+    const std::int64_t len = x.size(2), half = head_dim_ / 2;
+    const auto [cos_t, sin_t] = angles(start, len, x.dtype());  // (L, D/2)
+    if (x.device() == Device::cpu) return rotary(x, cos_t, sin_t);
+    // Elsewhere: rotate_half(x) = [-x2, x1] for x = [x1, x2], against (L, D) tables.
+    const Tensor c = concat({cos_t, cos_t}, -1).to(x.device());
+    const Tensor s = concat({sin_t, sin_t}, -1).to(x.device());
+    Tensor rotated = concat({neg(slice(x, -1, half, head_dim_)), slice(x, -1, 0, half)}, -1);
+    return add(mul(x, c), mul(rotated, s));  // (B, H, L, D)
   }
-  return {slice(cos_cache_, 0, start, end), slice(sin_cache_, 0, start, end)};
+
+ private:
+  // cos and sin (L, D/2) of positions start.. in `dtype`, from tables grown on demand.
+  std::pair<Tensor, Tensor> angles(std::int64_t start, std::int64_t len, DType dtype) const {
+    const std::int64_t half = head_dim_ / 2, end = start + len;
+    if (!cos_cache_.defined() || cos_cache_.size(0) < end || cos_cache_.dtype() != dtype) {
+      const std::int64_t positions =
+          std::max<std::int64_t>(end, 2 * (cos_cache_.defined() ? cos_cache_.size(0) : 0));
+      const std::vector<double> inv = inverse_frequencies(head_dim_, base_);
+      Tensor c = Tensor::empty({positions, half}, DType::f64);
+      Tensor s = Tensor::empty({positions, half}, DType::f64);
+      double* cd = c.data<double>();
+      double* sd = s.data<double>();
+      for (std::int64_t p = 0; p < positions; ++p)
+        for (std::int64_t m = 0; m < half; ++m) {
+          const double angle = static_cast<double>(p) * inv[m];
+          cd[p * half + m] = std::cos(angle);
+          sd[p * half + m] = std::sin(angle);
+        }
+      cos_cache_ = c.to(dtype);
+      sin_cache_ = s.to(dtype);
+    }
+    return {slice(cos_cache_, 0, start, end), slice(sin_cache_, 0, start, end)};
+  }
+
+  std::int64_t head_dim_;
+  double base_;
+  mutable Tensor cos_cache_, sin_cache_;  // (P, D/2) for positions 0..P-1
+};
+
+void validate_rope(const PositionConfig& c, const SchemeContext& context) {
+  const ModelDims& dims = context.dims;
+  require(dims.head_dim() % 2 == 0,
+          "model.position.scheme=rope needs an even head dimension, got model.d_model={} / "
+          "model.n_heads={} = {}",
+          dims.d_model, dims.n_heads, dims.head_dim());
+  const auto base = c.get<double>("rope_base");
+  require(base > 1.0, "model.position.rope_base must be > 1, got {}", base);
 }
 
-Tensor RotaryPosition::rotate(const Tensor& x, std::int64_t start) const {
-  const std::int64_t len = x.size(2), half = head_dim_ / 2;
-  const auto [cos_t, sin_t] = angles(start, len, x.dtype());  // (L, D/2)
-  if (x.device() == Device::cpu) return rotary(x, cos_t, sin_t);
-  // Elsewhere: rotate_half(x) = [-x2, x1] for x = [x1, x2], against (L, D) tables.
-  const Tensor c = concat({cos_t, cos_t}, -1).to(x.device());
-  const Tensor s = concat({sin_t, sin_t}, -1).to(x.device());
-  Tensor rotated = concat({neg(slice(x, -1, half, head_dim_)), slice(x, -1, 0, half)}, -1);
-  return add(mul(x, c), mul(rotated, s));  // (B, H, L, D)
-}
+const bool registered = register_position_scheme({
+    .name = "rope",
+    .order = 70,
+    .keys = {{"rope_base", 10000.0, "base of the rotation frequencies", {}}},
+    .validate = validate_rope,
+    .build = [](const PositionConfig& c, const ModelDims& dims,
+                Rng&) -> std::unique_ptr<PositionScheme> {
+      return std::make_unique<RotaryPosition>(dims.head_dim(), c.get<double>("rope_base"));
+    },
+    .test_variants = {{}, {{"rope_base", 100.0}}},
+    .reference_names = {{"base", "rope_base"}},
+});
 
+}  // namespace
 }  // namespace relpos

@@ -1,42 +1,48 @@
 #pragma once
-// The interface every position scheme implements (GUIDE.md §1). A scheme may
-// contribute any of: a term added to the token embeddings, a rotation of q and
-// k, and relative terms for the attention (PositionTerms). Queries are always
-// the last q_len of k_len positions, starting at absolute position `start`.
+// The interface every position scheme implements. A scheme may contribute any of: a
+// term added to the token embeddings, a rotation of q and k, and relative terms for the
+// attention (PositionTerms). Queries are always the last q_len of k_len positions,
+// starting at absolute position `start`. Schemes are listed in layers/position/registry.h.
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
+#include <variant>
 
 #include "layers/module.h"
 #include "layers/scaled_attention.h"
 
 namespace relpos {
 
-struct PositionConfig {
-  std::string scheme = "none";  // none|sinusoidal|learned|shaw|t5|xl|alibi|rope
-  // learned absolute
-  std::int64_t max_len = 1024;
-  // shaw
-  std::int64_t max_relative = 16;  // the clipping distance k
-  bool shaw_keys = true;
-  bool shaw_values = true;
-  bool per_head = false;
-  // t5
-  std::int64_t num_buckets = 32;
-  std::int64_t max_distance = 128;
-  bool bidirectional_buckets = false;  // set from the model's causal flag by default
-  bool per_layer = false;              // false: one table shared by all layers (T5); true: UMT5
-  bool scale = true;                   // divide q·k by sqrt(d_head)
-  // xl
-  std::int64_t clamp_len = 0;  // 0: no clamp
-  bool per_layer_uv = false;   // false: u and v shared by all layers
-  // rope
-  double rope_base = 10000.0;
+// The value of one scheme key (model.position.<key>).
+using OptionValue = std::variant<bool, std::int64_t, double>;
+
+// model.position: the scheme's name and the value of every registered scheme key.
+class PositionConfig {
+ public:
+  PositionConfig();  // scheme "none", every registered key at its default
+
+  std::string scheme = "none";
+
+  template <class T>
+  T get(const std::string& key) const {
+    return std::get<T>(at(key));
+  }
+  // The key's value; an InternalError for a key no scheme registered.
+  const OptionValue& at(const std::string& key) const;
+  OptionValue& at(const std::string& key);
+  // Sets a registered key; the value must have the key's type.
+  void set(const std::string& key, OptionValue value);
+
+ private:
+  std::map<std::string, OptionValue> values_;
 };
 
 struct ModelDims {
   std::int64_t d_model = 0, n_heads = 0, n_layers = 0;
   bool causal = true;
-  std::int64_t head_dim() const { return d_model / n_heads; }
+  std::int64_t head_size = 0;  // 0: d_model / n_heads (the model's case)
+  std::int64_t head_dim() const { return head_size > 0 ? head_size : d_model / n_heads; }
 };
 
 class PositionScheme : public Module {
@@ -50,7 +56,6 @@ class PositionScheme : public Module {
                               std::int64_t /*k_len*/) const {
     return {};
   }
-  virtual std::string name() const = 0;
 };
 
 // Validates the config against the model (UsageError naming the key) and builds the scheme.

@@ -4,8 +4,14 @@
 #include <vector>
 
 #include "autograd/tensor.h"
+#include "layers/module.h"
 
 namespace relpos {
+
+// The sinusoidal scheme scales the table (RMS 1/sqrt(2)) to the token embeddings' initial
+// scale, so that neither drowns the other at the start of training (Vaswani et al. reach
+// the same balance by multiplying the embeddings by sqrt(d_model)).
+inline constexpr double kSinusoidScale = kEmbeddingInitStd * 1.4142135623730951;
 
 std::vector<double> inverse_frequencies(std::int64_t dim, double base = 10000.0);
 

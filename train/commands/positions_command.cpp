@@ -1,15 +1,17 @@
 // `relpos positions SCHEME`: prints a scheme's index or bucket matrix over
 // (query i, key j) as an integer grid, as CSV, or as a PNG heatmap.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <iostream>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "autograd/error.h"
-#include "layers/position/t5_buckets.h"
+#include "layers/position/registry.h"
 #include "train/commands/commands.h"
 #include "train/plot/heatmap.h"
 
@@ -18,11 +20,8 @@ namespace {
 
 struct PositionsOptions {
   std::string scheme;
+  PositionConfig config;  // the scheme's keys, from --<key> options
   std::int64_t q_len = 16, k_len = 0;  // k_len 0: same as q_len
-  std::int64_t num_buckets = 32, max_distance = 128;
-  bool bidirectional = false;
-  std::int64_t max_relative = 16;
-  std::int64_t clamp_len = 0;
   bool causal = false;
   bool csv = false;
   std::string png;
@@ -31,53 +30,34 @@ struct PositionsOptions {
 // The matrix, with std::nullopt for masked (future) entries.
 using Grid = std::vector<std::vector<std::optional<std::int64_t>>>;
 
-Grid index_matrix(const PositionsOptions& o) {
+// Future keys are masked when asked, and always for causal-only schemes.
+bool masked(const PositionsOptions& o, const PositionSchemeEntry& entry) {
+  return o.causal || entry.causal_only;
+}
+
+Grid index_matrix(const PositionsOptions& o, const PositionSchemeEntry& entry) {
   const std::int64_t lq = o.q_len, lk = o.k_len;
-  const bool xl = o.scheme == "xl";
-  if (o.scheme == "t5") validate(T5BucketConfig{o.num_buckets, o.max_distance, o.bidirectional});
   Grid grid(static_cast<std::size_t>(lq), std::vector<std::optional<std::int64_t>>(lk));
   for (std::int64_t i = 0; i < lq; ++i) {
     const std::int64_t qpos = lk - lq + i;  // queries are the last q_len positions
     for (std::int64_t j = 0; j < lk; ++j) {
       const std::int64_t rel = j - qpos;
-      if ((o.causal || xl) && rel > 0) continue;
-      std::int64_t value = rel;
-      if (o.scheme == "t5")
-        value = t5_bucket(rel, {o.num_buckets, o.max_distance, o.bidirectional});
-      else if (o.scheme == "shaw")
-        value = std::clamp(rel, -o.max_relative, o.max_relative) + o.max_relative;
-      else if (xl)
-        value = o.clamp_len > 0 ? std::min(-rel, o.clamp_len) : -rel;
-      else if (o.scheme == "alibi")
-        value = rel < 0 ? -rel : rel;  // the bias is -slope * this distance
-      grid[i][j] = value;
+      if (masked(o, entry) && rel > 0) continue;
+      grid[i][j] = entry.table_index(o.config, rel);
     }
   }
   return grid;
 }
 
-std::string describe(const PositionsOptions& o) {
-  if (o.scheme == "t5")
-    return fmt::format("t5 buckets ({} buckets, max_distance {}, {})", o.num_buckets,
-                       o.max_distance, o.bidirectional ? "bidirectional" : "unidirectional");
-  if (o.scheme == "shaw")
-    return fmt::format("shaw index clip(j - i, -{0}, {0}) + {0}", o.max_relative);
-  if (o.scheme == "xl")
-    return fmt::format("xl sinusoid distance i - j{}", o.clamp_len > 0
-                                                            ? fmt::format(", clamped at {}", o.clamp_len)
-                                                            : std::string());
-  if (o.scheme == "alibi") return "alibi distance |i - j| (bias = -slope_h * distance)";
-  return "relative position j - i";
-}
-
-void print_grid(const Grid& grid, const PositionsOptions& o) {
+void print_grid(const Grid& grid, const PositionsOptions& o, const std::string& caption,
+                bool mask) {
   std::size_t width = 1;
   for (const auto& row : grid)
     for (const auto& v : row) if (v) width = std::max(width, std::to_string(*v).size());
   width = std::max(width, std::to_string(o.k_len - 1).size());
   const std::size_t label = std::max<std::size_t>(std::to_string(o.q_len - 1).size(), 3);
-  std::cout << describe(o) << ", q_len " << o.q_len << ", k_len " << o.k_len
-            << (o.causal || o.scheme == "xl" ? ", '.' = masked (future)" : "") << "\n";
+  std::cout << caption << ", q_len " << o.q_len << ", k_len " << o.k_len
+            << (mask ? ", '.' = masked (future)" : "") << "\n";
   std::cout << fmt::format("{:>{}} |", "i\\j", label);
   for (std::int64_t j = 0; j < o.k_len; ++j) std::cout << fmt::format(" {:>{}}", j, width);
   std::cout << "\n" << std::string(label + 1, '-') << "+"
@@ -101,14 +81,14 @@ void print_csv(const Grid& grid, const PositionsOptions& o) {
   }
 }
 
-void write_heatmap_png(const Grid& grid, const PositionsOptions& o) {
+void write_heatmap_png(const Grid& grid, const PositionsOptions& o, const std::string& caption) {
   std::vector<std::vector<double>> values;
   for (const auto& row : grid) {
     values.emplace_back();
     for (const auto& v : row)
       values.back().push_back(v ? static_cast<double>(*v) : std::numeric_limits<double>::quiet_NaN());
   }
-  write_heatmap(o.png, values, {describe(o), "key j", "query i"});
+  write_heatmap(o.png, values, {caption, "key j", "query i"});
   std::cerr << "wrote " << o.png << "\n";
 }
 
@@ -118,14 +98,47 @@ void run(const PositionsOptions& given) {
   require(o.q_len >= 1, "--q-len must be >= 1, got {}", o.q_len);
   require(o.k_len >= o.q_len, "--k-len ({}) must be >= --q-len ({}): queries are the last positions",
           o.k_len, o.q_len);
-  require(o.max_relative >= 1, "--max-relative must be >= 1, got {}", o.max_relative);
-  require(o.clamp_len >= 0, "--clamp-len must be >= 0, got {}", o.clamp_len);
-  const Grid grid = index_matrix(o);
+  const PositionSchemeEntry& entry = *find_position_scheme(o.scheme);
+  o.config.scheme = o.scheme;
+  // The scheme's own checks of its keys; the model's sizes do not matter here.
+  if (entry.validate) entry.validate(o.config, {{2, 1, 1, masked(o, entry)}, 0, {}});
+  const Grid grid = index_matrix(o, entry);
+  const std::string caption = entry.caption(o.config);
   if (o.csv)
     print_csv(grid, o);
   else
-    print_grid(grid, o);
-  if (!o.png.empty()) write_heatmap_png(grid, o);
+    print_grid(grid, o, caption, masked(o, entry));
+  if (!o.png.empty()) write_heatmap_png(grid, o, caption);
+}
+
+// The schemes with a per-distance table.
+std::vector<std::string> indexed_schemes() {
+  std::vector<std::string> names;
+  for (const PositionSchemeEntry& entry : position_schemes())
+    if (entry.table_index) names.push_back(entry.name);
+  return names;
+}
+
+// Each key a table index reads, as an --option (max_relative -> --max-relative).
+void add_key_options(CLI::App& cmd, PositionConfig& config) {
+  for (const PositionKey& k : position_keys()) {
+    const bool indexes = std::any_of(k.schemes.begin(), k.schemes.end(), [&](const auto& name) {
+      const auto& keys = find_position_scheme(name)->index_keys;
+      return std::find(keys.begin(), keys.end(), k.key.name) != keys.end();
+    });
+    if (!indexes) continue;
+    std::string flag = "--" + k.key.name;
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    const std::string help = fmt::format("{}: {}", fmt::join(k.schemes, ", "), k.key.meaning);
+    std::visit(
+        [&](auto& value) {
+          if constexpr (std::is_same_v<std::decay_t<decltype(value)>, bool>)
+            cmd.add_flag(flag, value, help);
+          else
+            cmd.add_option(flag, value, help)->capture_default_str();
+        },
+        config.at(k.key.name));
+  }
 }
 
 }  // namespace
@@ -134,21 +147,15 @@ void add_positions_command(CLI::App& app) {
   auto options = std::make_shared<PositionsOptions>();
   CLI::App* cmd = app.add_subcommand(
       "positions", "Print a position scheme's index or bucket matrix over (query i, key j)");
-  cmd->add_option("scheme", options->scheme, "t5, shaw, xl, alibi or relative")
+  cmd->add_option("scheme", options->scheme,
+                  fmt::format("{} (none: the relative position j - i)",
+                              fmt::join(indexed_schemes(), ", ")))
       ->required()
-      ->check(CLI::IsMember({"t5", "shaw", "xl", "alibi", "relative"}));
+      ->check(CLI::IsMember(indexed_schemes()));
   cmd->add_option("--q-len", options->q_len, "number of queries (the last positions)")
       ->capture_default_str();
   cmd->add_option("--k-len", options->k_len, "number of keys (default: q-len)");
-  cmd->add_option("--num-buckets", options->num_buckets, "t5: number of buckets")
-      ->capture_default_str();
-  cmd->add_option("--max-distance", options->max_distance, "t5: max_distance")
-      ->capture_default_str();
-  cmd->add_flag("--bidirectional", options->bidirectional, "t5: bidirectional buckets");
-  cmd->add_option("--max-relative", options->max_relative, "shaw: clipping distance k")
-      ->capture_default_str();
-  cmd->add_option("--clamp-len", options->clamp_len, "xl: clamp distances (0: no clamp)")
-      ->capture_default_str();
+  add_key_options(*cmd, options->config);
   cmd->add_flag("--causal", options->causal, "mark future keys as masked ('.')");
   cmd->add_flag("--csv", options->csv, "print CSV instead of a grid");
   cmd->add_option("--png", options->png, "also write a heatmap PNG to this file");

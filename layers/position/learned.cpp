@@ -1,0 +1,56 @@
+// learned: a trained table of absolute positions added to the token embeddings; it
+// cannot go beyond max_len.
+#include "autograd/error.h"
+#include "autograd/ops/elementwise.h"
+#include "autograd/ops/shape.h"
+#include "layers/position/registry.h"
+
+namespace relpos {
+namespace {
+
+class LearnedPosition final : public PositionScheme {
+ public:
+  LearnedPosition(std::int64_t max_len, std::int64_t d_model, Rng& rng) {
+    table_ = register_parameter("table", normal_init({max_len, d_model}, rng, kEmbeddingInitStd),
+                                false);
+  }
+
+  Tensor embed(const Tensor& x, std::int64_t start) const override {
+    const std::int64_t len = x.size(1), max_len = table_.size(0);
+    require(start + len <= max_len,
+            "learned positions: position {} is beyond model.position.max_len={} (learned "
+            "absolute positions cannot extrapolate)",
+            start + len - 1, max_len);
+    return add(x, slice(table_, 0, start, start + len));  // (B, L, d) + (L, d)
+  }
+
+ private:
+  Tensor table_;  // (max_len, d_model)
+};
+
+void validate_learned(const PositionConfig& c, const SchemeContext& context) {
+  const auto max_len = c.get<std::int64_t>("max_len");
+  require(max_len >= 1, "model.position.max_len must be >= 1, got {}", max_len);
+  require(max_len >= context.seq_len,
+          "model.position.max_len={} is shorter than data.seq_len={} (scheme learned)", max_len,
+          context.seq_len);
+  for (const std::int64_t length : context.eval_lengths)
+    require(max_len >= length,
+            "model.position.max_len={} is shorter than eval.lengths entry {} (scheme learned)",
+            max_len, length);
+}
+
+const bool registered = register_position_scheme({
+    .name = "learned",
+    .order = 20,
+    .keys = {{"max_len", std::int64_t{1024}, "positions in the absolute table", {}}},
+    .validate = validate_learned,
+    .build = [](const PositionConfig& c, const ModelDims& dims,
+                Rng& rng) -> std::unique_ptr<PositionScheme> {
+      return std::make_unique<LearnedPosition>(c.get<std::int64_t>("max_len"), dims.d_model, rng);
+    },
+    .test_variants = {{{"max_len", std::int64_t{16}}}},
+});
+
+}  // namespace
+}  // namespace relpos
