@@ -1,10 +1,13 @@
 // The run configuration: defaults, YAML layers and overrides, error messages,
 // validation, the to_yaml round trip, docs/config.md and the configs/ examples.
+#include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <sstream>
@@ -607,6 +610,38 @@ TEST_CASE("config: docs/config.md documents every key with its type and default"
     INFO(path);
     CHECK(std::find(paths.begin(), paths.end(), path) != paths.end());  // no stale keys
   }
+}
+
+// The model.position table of docs/config.md, as the registry generates it.
+std::string position_keys_table() {
+  std::string table = "| key | type | default | meaning |\n|---|---|---|---|\n";
+  for (const ConfigKeyInfo& key : config_keys()) {
+    if (!key.path.starts_with("model.position.")) continue;
+    std::string type = key.type;
+    for (std::size_t i = 0; i < key.choices.size(); ++i)
+      type += (i == 0 ? ": `" : ", `") + key.choices[i] + "`";
+    table += fmt::format("| `{}` | {} | `{}` | {} |\n", key.path, type, key.default_value,
+                         key.meaning);
+  }
+  return table;
+}
+
+TEST_CASE("config: docs/config.md's model.position table is the registry's", "[config][docs]") {
+  const fs::path file = testing::source_dir() / "docs" / "config.md";
+  const std::string docs = slurp(file);
+  const std::string begin_mark = "<!-- generated from the scheme registry:";
+  const std::string end_mark = "<!-- end of generated table -->";
+  const auto begin = docs.find('\n', docs.find(begin_mark)) + 1;
+  const auto end = docs.find(end_mark);
+  REQUIRE(docs.find(begin_mark) != std::string::npos);
+  REQUIRE(end != std::string::npos);
+  const std::string expected = position_keys_table();
+  if (std::getenv("RELPOS_UPDATE_DOCS")) {
+    std::ofstream(file, std::ios::binary) << docs.substr(0, begin) << expected << docs.substr(end);
+    return;
+  }
+  INFO("regenerate with: RELPOS_UPDATE_DOCS=1 build/tests/relpos_tests \"[docs]\"");
+  CHECK(docs.substr(begin, end - begin) == expected);
 }
 
 TEST_CASE("config: the scheme overlays in configs/schemes load", "[config]") {

@@ -64,7 +64,7 @@ const bool registered = register_position_scheme({
              {"bidirectional_buckets", false,
               "half the buckets per direction; when not set: the opposite of model.causal",
               [](const ModelDims& dims) -> OptionValue { return !dims.causal; }},
-             {"per_layer", false, "one table per layer (UMT5) instead of one shared (T5)", {}},
+             {"per_layer", false, "one bias table per layer (UMT5) instead of one shared (T5)", {}},
              {"scale", true, "divide q·k by sqrt(head_dim) (T5 itself does not)", {}}},
     .validate = validate_t5,
     .build = [](const PositionConfig& c, const ModelDims& dims,
