@@ -271,6 +271,17 @@ def attn_alibi(q, k, v, causal):
     return weighted_values(attention_probs(s, causal), v)
 
 
+def attn_kerple(q, k, v, log_r1, log_r2, causal):
+    """KERPLE-log (Chi et al. 2022): bias -r1 * log(1 + r2 * |qpos - j|) per head, with
+    r1 = exp(log_r1) and r2 = exp(log_r2)."""
+    D, Lq, Lk = q.shape[3], q.shape[2], k.shape[2]
+    dist = rel_matrix(Lq, Lk).abs().to(DTYPE)                       # (Lq, Lk)
+    r1, r2 = torch.exp(log_r1), torch.exp(log_r2)                    # (H,)
+    bias = -r1[:, None, None] * torch.log1p(r2[:, None, None] * dist[None])  # (H, Lq, Lk)
+    s = dot_scores(q, k) / math.sqrt(D) + bias[None]
+    return weighted_values(attention_probs(s, causal), v)
+
+
 # ---------------------------------------------------------------------------
 # 6. RoPE (rotate-half)
 # ---------------------------------------------------------------------------

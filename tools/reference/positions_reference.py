@@ -51,6 +51,8 @@ def param_shapes(scheme, cfg):
         return out
     if scheme == "xl":
         return [("xl_w_r", [H * D, cfg["d_model"]]), ("xl_u", [H, D]), ("xl_v", [H, D])]
+    if scheme == "kerple":
+        return [("layers.0.log_r1", [H]), ("layers.0.log_r2", [H])]
     raise ValueError("unknown scheme %r" % scheme)
 
 
@@ -71,6 +73,9 @@ def forward(scheme, cfg, q, k, v, params):
         return ps.attn_alibi(q, k, v, causal)
     if scheme == "rope":
         return ps.attn_rope(q, k, v, causal, cfg["base"])
+    if scheme == "kerple":
+        return ps.attn_kerple(q, k, v, params["layers.0.log_r1"], params["layers.0.log_r2"],
+                              causal)
     raise ValueError("unknown scheme %r" % scheme)
 
 
@@ -156,6 +161,10 @@ CASES = [
     _case("rope", "rope_bidir", 12, 12, 8, False, base=10000.0),
     _case("rope", "rope_causal_mem", 5, 13, 8, True, base=10000.0),
     _case("rope", "rope_bidir_d4", 16, 16, 4, False, base=10000.0),
+
+    _case("kerple", "kerple_causal", 14, 14, 4, True),
+    _case("kerple", "kerple_bidir", 12, 12, 4, False),
+    _case("kerple", "kerple_causal_mem", 5, 13, 4, True, H=4),
 ]
 
 
@@ -439,6 +448,7 @@ GRADCHECK_CASES = [
     _xl("gc_xl", 3, 6, 4, d_model=6, clamp_len=3, H=2),
     _case("alibi", "gc_alibi", 3, 5, 4, False, B=1, H=3),
     _case("rope", "gc_rope", 3, 5, 4, True, B=1, H=2, base=10000.0),
+    _case("kerple", "gc_kerple", 3, 5, 4, False, B=1, H=2),
 ]
 
 
