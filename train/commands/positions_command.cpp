@@ -1,8 +1,9 @@
 // `relpos positions SCHEME`: prints a scheme's index or bucket matrix over
-// (query i, key j) as an integer grid, as CSV, or as a PNG heatmap.
+// (query i, key j) as an integer grid or as CSV; --png has tools/plot.py draw it as a heatmap.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -10,8 +11,9 @@
 
 #include "autograd/error.h"
 #include "layers/position/t5_buckets.h"
+#include "train/atomic_file.h"
 #include "train/commands/commands.h"
-#include "train/plot/heatmap.h"
+#include "train/plot_script.h"
 
 namespace relpos {
 namespace {
@@ -90,26 +92,26 @@ void print_grid(const Grid& grid, const PositionsOptions& o) {
   }
 }
 
-void print_csv(const Grid& grid, const PositionsOptions& o) {
-  std::cout << "query";
-  for (std::int64_t j = 0; j < o.k_len; ++j) std::cout << ",k" << j;
-  std::cout << "\n";
+std::string grid_csv(const Grid& grid, const PositionsOptions& o) {
+  std::string out = "query";
+  for (std::int64_t j = 0; j < o.k_len; ++j) out += fmt::format(",k{}", j);
+  out += "\n";
   for (std::size_t i = 0; i < grid.size(); ++i) {
-    std::cout << i;
-    for (const auto& v : grid[i]) std::cout << "," << (v ? std::to_string(*v) : std::string());
-    std::cout << "\n";
+    out += std::to_string(i);
+    for (const auto& v : grid[i]) out += v ? fmt::format(",{}", *v) : std::string(",");
+    out += "\n";
   }
+  return out;
 }
 
-void write_heatmap_png(const Grid& grid, const PositionsOptions& o) {
-  std::vector<std::vector<double>> values;
-  for (const auto& row : grid) {
-    values.emplace_back();
-    for (const auto& v : row)
-      values.back().push_back(v ? static_cast<double>(*v) : std::numeric_limits<double>::quiet_NaN());
-  }
-  write_heatmap(o.png, values, {describe(o), "key j", "query i"});
-  std::cerr << "wrote " << o.png << "\n";
+// Writes the CSV beside the PNG (x.png: x.csv) and has tools/plot.py draw it.
+void write_heatmap(const Grid& grid, const PositionsOptions& o) {
+  const std::filesystem::path csv = std::filesystem::path(o.png).replace_extension(".csv");
+  write_file_atomic(csv, grid_csv(grid, o));
+  std::cerr << "wrote " << csv.string() << "\n";
+  run_plot_script({"positions", csv.string(), o.png, "--title",
+                   fmt::format("{}, q_len {}, k_len {}", describe(o), o.q_len, o.k_len)},
+                  std::cerr);
 }
 
 void run(const PositionsOptions& given) {
@@ -120,12 +122,14 @@ void run(const PositionsOptions& given) {
           o.k_len, o.q_len);
   require(o.max_relative >= 1, "--max-relative must be >= 1, got {}", o.max_relative);
   require(o.clamp_len >= 0, "--clamp-len must be >= 0, got {}", o.clamp_len);
+  require(o.png.empty() || std::filesystem::path(o.png).extension() == ".png",
+          "--png '{}': expected a file name ending in .png", o.png);
   const Grid grid = index_matrix(o);
   if (o.csv)
-    print_csv(grid, o);
+    std::cout << grid_csv(grid, o);
   else
     print_grid(grid, o);
-  if (!o.png.empty()) write_heatmap_png(grid, o);
+  if (!o.png.empty()) write_heatmap(grid, o);
 }
 
 }  // namespace
@@ -151,7 +155,8 @@ void add_positions_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--causal", options->causal, "mark future keys as masked ('.')");
   cmd->add_flag("--csv", options->csv, "print CSV instead of a grid");
-  cmd->add_option("--png", options->png, "also write a heatmap PNG to this file");
+  cmd->add_option("--png", options->png,
+                  "also write X.csv and have tools/plot.py draw X.png and X.svg from it");
   cmd->callback([options] { run(*options); });
 }
 
