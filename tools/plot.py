@@ -79,8 +79,9 @@ def read_results(directory):
 
 
 def read_curves(path):
-    """(train, val): {step: loss} from a metrics.jsonl; unreadable lines (a run cut off by a
-    kill) are skipped and a resumed run's repeated steps replace the earlier ones."""
+    """{"train_loss": {step: loss}, "val_loss": {step: loss}} from a metrics.jsonl; unreadable
+    lines (a run cut off by a kill) are skipped, a resumed run's repeated steps replace the
+    earlier ones."""
     train, val = {}, {}
     try:
         lines = path.read_text().splitlines()
@@ -97,7 +98,7 @@ def read_curves(path):
         for key, curve in (("loss", train), ("val_loss", val)):
             if isinstance(entry.get(key), (int, float)):
                 curve[entry["step"]] = entry[key]
-    return train, val
+    return {"train_loss": train, "val_loss": val}
 
 
 def read_matrix(path):
@@ -149,7 +150,8 @@ def save(fig, stem):
 
 def series_styles(results):
     """variant name -> plot keywords: colour and marker by scheme (tab10 x MARKERS), and a
-    different line style for each further variant of one scheme on one data set."""
+    different line style for each further variant of one scheme on one data set. Markers are
+    hollow, so that points that coincide stay visible."""
     schemes = list(dict.fromkeys(r["scheme"] for r in results))
     seen = {}
     styles = {}
@@ -158,7 +160,8 @@ def series_styles(results):
         repeat = seen.get((r["data"], r["scheme"]), 0)
         seen[(r["data"], r["scheme"])] = repeat + 1
         styles[r["variant"]] = dict(color=f"C{s % 10}", marker=MARKERS[s % len(MARKERS)],
-                                    linestyle=LINESTYLES[(s // 10 + repeat) % len(LINESTYLES)])
+                                    linestyle=LINESTYLES[(s // 10 + repeat) % len(LINESTYLES)],
+                                    linewidth=1.4, markerfacecolor="none", markeredgewidth=1.3)
     return styles
 
 
@@ -166,7 +169,7 @@ def panels(plt, results, title):
     """A figure with one row of axes per data set, in order of first appearance, and the
     list of (data set, its axes, its result rows)."""
     data_sets = list(dict.fromkeys(r["data"] for r in results))
-    fig, axes = plt.subplots(len(data_sets), 1, figsize=(8, 3.6 * len(data_sets)), squeeze=False,
+    fig, axes = plt.subplots(len(data_sets), 1, figsize=(9, 3.8 * len(data_sets)), squeeze=False,
                              layout="constrained")
     fig.suptitle(title)
     return fig, [(data, ax, [r for r in results if r["data"] == data])
@@ -186,20 +189,21 @@ def finish_panel(ax, data, xlabel, ys):
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
 
 
-def plot_loss_curves(plt, directory, results, curves, which, title):
+def plot_loss_curves(plt, directory, results, curves, name, title):
     fig, layout = panels(plt, results, title)
     try:
         styles = series_styles(results)
         for data, ax, rows in layout:
             ys = []
-            for r in rows:
-                points = sorted(curves[r["variant"]][which].items())
+            for n, r in enumerate(rows):
+                points = sorted(curves[r["variant"]][name].items())
                 steps, losses = [p[0] for p in points], [p[1] for p in points]
                 ys += losses
-                ax.plot(steps, losses, label=r["variant"], linewidth=1.4, markersize=4,
-                        markevery=max(1, len(points) // 8), **styles[r["variant"]])
+                every = max(1, len(points) // 8)  # markers staggered so that they overlap less
+                ax.plot(steps, losses, label=r["variant"], markersize=5,
+                        markevery=(n % every, every), **styles[r["variant"]])
             finish_panel(ax, data, "step", ys)
-        save(fig, directory / ("train_loss" if which == 0 else "val_loss"))
+        save(fig, directory / name)
     finally:
         plt.close(fig)
 
@@ -214,14 +218,17 @@ def plot_extrapolation(plt, directory, results):
                 points = sorted(r["lengths"].items())
                 lengths.update(p[0] for p in points)
                 ys += [p[1] for p in points]
-                ax.plot([p[0] for p in points], [p[1] for p in points], label=r["variant"],
-                        linewidth=1.4, markersize=5, **styles[r["variant"]])
+                missing = [str(x) for x, y in points if math.isnan(y)]
+                label = r["variant"] + (f" (n/a at {', '.join(missing)})" if missing else "")
+                ax.plot([p[0] for p in points], [p[1] for p in points], label=label,
+                        markersize=7, **styles[r["variant"]])
             for length in sorted({int(r["train_length"]) for r in rows}):
-                ax.axvline(length, color="0.4", linestyle=(0, (4, 3)), linewidth=1.0,
+                ax.axvline(length, color="black", linestyle=":", linewidth=1.0, zorder=0,
                            label=f"training length {length}")
             ax.set_xscale("log", base=2)
             ax.set_xticks(sorted(lengths), [str(length) for length in sorted(lengths)])
             ax.minorticks_off()
+            ax.margins(x=0.06)
             finish_panel(ax, data, "evaluation length (log scale)", ys)
         save(fig, directory / "extrapolation")
     finally:
@@ -235,8 +242,8 @@ def plot_ablation(directory):
     curves = {r["variant"]: read_curves(directory / r["variant"] / "metrics.jsonl")
               for r in results}
     plt = import_pyplot()
-    plot_loss_curves(plt, directory, results, curves, 0, "Training loss")
-    plot_loss_curves(plt, directory, results, curves, 1, "Validation loss")
+    plot_loss_curves(plt, directory, results, curves, "train_loss", "Training loss")
+    plot_loss_curves(plt, directory, results, curves, "val_loss", "Validation loss")
     plot_extrapolation(plt, directory, results)
 
 
@@ -245,20 +252,24 @@ def plot_positions(csv_path, out, title):
         raise UsageError(f"{out}: expected a file name ending in .png (the .svg goes beside it)")
     matrix = read_matrix(csv_path)
     plt = import_pyplot()
+    from matplotlib.ticker import MaxNLocator
     rows, columns = len(matrix), len(matrix[0])
     side = min(10.0, max(4.0, 0.4 * max(rows, columns)))
     fig, ax = plt.subplots(figsize=(side + 1.5, side * max(rows / columns, 0.25)))
     try:
         cmap = plt.get_cmap("viridis").with_extremes(bad="0.88")  # masked cells: light grey
         image = ax.imshow(matrix, cmap=cmap, interpolation="nearest", aspect="equal")
-        fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+        colorbar = fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+        for axis in (ax.xaxis, ax.yaxis, colorbar.ax.yaxis):
+            axis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
         if max(rows, columns) <= 32:  # room for the values in the cells
+            fontsize = min(9.0, 150 / max(rows, columns))
             low, high = image.get_clim()
             for i, row in enumerate(matrix):
                 for j, value in enumerate(row):
                     if math.isfinite(value):
                         dark = high == low or (value - low) / (high - low) < 0.6
-                        ax.text(j, i, f"{value:g}", ha="center", va="center", fontsize=6,
+                        ax.text(j, i, f"{value:g}", ha="center", va="center", fontsize=fontsize,
                                 color="white" if dark else "black")
         ax.set_title(title or csv_path.name, fontsize=10)
         ax.set_xlabel("key j")
