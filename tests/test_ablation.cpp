@@ -63,11 +63,6 @@ double last_val_loss(const fs::path& run_dir) {
   return last;
 }
 
-bool is_png(const fs::path& file) {
-  const std::string bytes = slurp(file);
-  return bytes.size() > 8 && bytes.compare(0, 8, "\x89PNG\r\n\x1a\n") == 0;
-}
-
 std::map<fs::path, fs::file_time_type> modification_times(const fs::path& dir) {
   std::map<fs::path, fs::file_time_type> times;
   for (const auto& entry : fs::recursive_directory_iterator(dir))
@@ -123,10 +118,6 @@ TEST_CASE("ablation: a tiny sweep trains every variant and reports checked value
     REQUIRE(log.str().find("train " + name + " in") != std::string::npos);
     REQUIRE(fs::exists(out / name / "summary.json"));
     REQUIRE(fs::exists(out / name / "ablation.json"));
-  }
-  for (const char* png : {"val_loss.png", "train_loss.png", "extrapolation.png"}) {
-    INFO(png);
-    REQUIRE(is_png(out / png));
   }
 
   std::vector<std::string> header;

@@ -11,7 +11,7 @@ packages=(
   libcli11-dev             # command line
   nlohmann-json3-dev       # metrics and fixtures
   libfmt-dev               # formatting
-  libpng-dev               # plots
+  python3-matplotlib       # figures (tools/plot.py; relpos runs without it)
 )
 
 missing=()

@@ -23,7 +23,6 @@
 #include "train/evaluate.h"
 #include "train/atomic_file.h"
 #include "train/metrics.h"
-#include "train/plot/line_chart.h"
 #include "train/run_summary.h"
 #include "train/trainer.h"
 
@@ -168,25 +167,18 @@ void require_same_config_as_saved_run(const RunConfig& config, const AblationVar
 
 // ---- collecting ----
 
-struct Curves {
-  std::map<std::int64_t, double> train_loss, val_loss;  // by step; a resumed run's repeats replace
-};
-
-// Training lines have "loss", evaluation lines "val_loss"; unreadable lines
-// (e.g. one cut off by a kill) are skipped.
-Curves read_curves(const fs::path& dir) {
-  Curves curves;
+// The "val_loss" of the run's last evaluation line (a resumed run's repeats replace the
+// earlier ones); unreadable lines (e.g. one cut off by a kill) are skipped. NaN when none.
+double last_val_loss(const fs::path& dir) {
+  std::map<std::int64_t, double> by_step;
   std::ifstream in(dir / "metrics.jsonl");
   for (std::string line; std::getline(in, line);) {
     const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
     if (!j.is_object() || !j.contains("step") || !j["step"].is_number_integer()) continue;
-    const std::int64_t step = j["step"].get<std::int64_t>();
-    if (j.contains("loss") && j["loss"].is_number())
-      curves.train_loss[step] = j["loss"].get<double>();
     if (j.contains("val_loss") && j["val_loss"].is_number())
-      curves.val_loss[step] = j["val_loss"].get<double>();
+      by_step[j["step"].get<std::int64_t>()] = j["val_loss"].get<double>();
   }
-  return curves;
+  return by_step.empty() ? kNaN : by_step.rbegin()->second;
 }
 
 std::vector<std::int64_t> lengths_for(const AblationSweep& sweep, const RunConfig& config) {
@@ -207,8 +199,7 @@ VariantResult training_result(const std::string& name, const RunConfig& config,
   r.train_length = config.data.seq_len;
   r.steps = summary.steps;
   r.parameters = summary.parameters;
-  const Curves curves = read_curves(config.train.out_dir);
-  r.final_val_loss = curves.val_loss.empty() ? kNaN : curves.val_loss.rbegin()->second;
+  r.final_val_loss = last_val_loss(config.train.out_dir);
   r.tokens_per_second = summary.tokens_per_second;
   r.wall_seconds = summary.wall_seconds;
   r.peak_rss_bytes = summary.peak_rss_bytes;
@@ -523,34 +514,6 @@ std::string results_csv(const std::vector<VariantResult>& results) {
   return out;
 }
 
-Series series_of(const std::string& name, const std::map<std::int64_t, double>& points) {
-  Series s{name, {}, {}};
-  for (const auto& [x, y] : points) {
-    s.x.push_back(static_cast<double>(x));
-    s.y.push_back(y);
-  }
-  return s;
-}
-
-void write_charts(const AblationSweep& sweep, const std::vector<VariantResult>& results) {
-  std::vector<Series> val, train, extrapolation;
-  for (const VariantResult& r : results) {
-    const Curves curves = read_curves(sweep.out_dir / r.name);
-    val.push_back(series_of(r.name, curves.val_loss));
-    train.push_back(series_of(r.name, curves.train_loss));
-    std::map<std::int64_t, double> by_length;
-    for (const LengthLoss& p : r.extrapolation) by_length[p.length] = p.loss;
-    extrapolation.push_back(series_of(r.name, by_length));
-  }
-  write_line_chart(sweep.out_dir / "val_loss.png", val,
-                   {"Validation loss", "step", "loss (nats/token)"});
-  write_line_chart(sweep.out_dir / "train_loss.png", train,
-                   {"Training loss", "step", "loss (nats/token)"});
-  write_line_chart(sweep.out_dir / "extrapolation.png", extrapolation,
-                   {"Loss vs evaluation length", "evaluation length", "loss (nats/token)"},
-                   /*log_x=*/true);
-}
-
 }  // namespace
 
 AblationSweep load_sweep(const fs::path& file) {
@@ -634,7 +597,6 @@ void write_ablation_report(const AblationSweep& sweep, const std::vector<Variant
   require(!error, "out_dir '{}': cannot create it: {}", sweep.out_dir.string(), error.message());
   write_file_atomic(sweep.out_dir / "results.md", results_markdown(sweep, results));
   write_file_atomic(sweep.out_dir / "results.csv", results_csv(results));
-  write_charts(sweep, results);
 }
 
 }  // namespace relpos

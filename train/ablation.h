@@ -2,7 +2,7 @@
 // The ablation runner (`relpos ablate SWEEP.yaml`, docs/ablation.md): a sweep
 // file names config variants; each is trained in <out_dir>/<name> (skipped when
 // finished, resumed when interrupted), evaluated at several lengths, and the
-// results are written as results.md, results.csv and three PNG charts.
+// results are written as results.md and results.csv (tools/plot.py draws them).
 #include <cstdint>
 #include <filesystem>
 #include <iosfwd>
@@ -70,8 +70,7 @@ struct VariantResult {
 // a rerun when the evaluation settings match), then writes the report.
 std::vector<VariantResult> run_sweep(const AblationSweep& sweep, std::ostream& log);
 
-// Writes results.md, results.csv, val_loss.png, train_loss.png and
-// extrapolation.png into sweep.out_dir, each atomically.
+// Writes results.md and results.csv into sweep.out_dir, each atomically.
 void write_ablation_report(const AblationSweep& sweep, const std::vector<VariantResult>& results);
 
 }  // namespace relpos

@@ -1,11 +1,13 @@
 // `relpos ablate SWEEP.yaml [--dry-run]`: trains every variant of a sweep (skipping
-// finished ones, resuming interrupted ones) and writes the comparison report.
+// finished ones, resuming interrupted ones), writes the comparison report and
+// has tools/plot.py draw its figures.
 #include <fmt/format.h>
 
 #include <iostream>
 
 #include "train/ablation.h"
 #include "train/commands/commands.h"
+#include "train/plot_script.h"
 
 namespace relpos {
 namespace {
@@ -28,9 +30,9 @@ void run(const AblateOptions& o) {
     return;
   }
   run_sweep(sweep, std::cout);
-  for (const char* file :
-       {"results.md", "results.csv", "val_loss.png", "train_loss.png", "extrapolation.png"})
+  for (const char* file : {"results.md", "results.csv"})
     std::cout << "wrote " << (sweep.out_dir / file).string() << "\n";
+  run_plot_script({"ablation", sweep.out_dir.string()}, std::cout);
 }
 
 }  // namespace

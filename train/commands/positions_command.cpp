@@ -1,9 +1,10 @@
 // `relpos positions SCHEME`: prints a scheme's index or bucket matrix over
-// (query i, key j) as an integer grid, as CSV, or as a PNG heatmap.
+// (query i, key j) as an integer grid or as CSV; --png has tools/plot.py draw it as a heatmap.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -12,8 +13,9 @@
 
 #include "autograd/error.h"
 #include "layers/position/registry.h"
+#include "train/atomic_file.h"
 #include "train/commands/commands.h"
-#include "train/plot/heatmap.h"
+#include "train/plot_script.h"
 
 namespace relpos {
 namespace {
@@ -70,26 +72,26 @@ void print_grid(const Grid& grid, const PositionsOptions& o, const std::string& 
   }
 }
 
-void print_csv(const Grid& grid, const PositionsOptions& o) {
-  std::cout << "query";
-  for (std::int64_t j = 0; j < o.k_len; ++j) std::cout << ",k" << j;
-  std::cout << "\n";
+std::string grid_csv(const Grid& grid, const PositionsOptions& o) {
+  std::string out = "query";
+  for (std::int64_t j = 0; j < o.k_len; ++j) out += fmt::format(",k{}", j);
+  out += "\n";
   for (std::size_t i = 0; i < grid.size(); ++i) {
-    std::cout << i;
-    for (const auto& v : grid[i]) std::cout << "," << (v ? std::to_string(*v) : std::string());
-    std::cout << "\n";
+    out += std::to_string(i);
+    for (const auto& v : grid[i]) out += v ? fmt::format(",{}", *v) : std::string(",");
+    out += "\n";
   }
+  return out;
 }
 
-void write_heatmap_png(const Grid& grid, const PositionsOptions& o, const std::string& caption) {
-  std::vector<std::vector<double>> values;
-  for (const auto& row : grid) {
-    values.emplace_back();
-    for (const auto& v : row)
-      values.back().push_back(v ? static_cast<double>(*v) : std::numeric_limits<double>::quiet_NaN());
-  }
-  write_heatmap(o.png, values, {caption, "key j", "query i"});
-  std::cerr << "wrote " << o.png << "\n";
+// Writes the CSV beside the PNG (x.png: x.csv) and has tools/plot.py draw it.
+void write_heatmap(const Grid& grid, const PositionsOptions& o, const std::string& caption) {
+  const std::filesystem::path csv = std::filesystem::path(o.png).replace_extension(".csv");
+  write_file_atomic(csv, grid_csv(grid, o));
+  std::cerr << "wrote " << csv.string() << "\n";
+  run_plot_script({"positions", csv.string(), o.png, "--title",
+                   fmt::format("{}, q_len {}, k_len {}", caption, o.q_len, o.k_len)},
+                  std::cerr);
 }
 
 void run(const PositionsOptions& given) {
@@ -98,6 +100,8 @@ void run(const PositionsOptions& given) {
   require(o.q_len >= 1, "--q-len must be >= 1, got {}", o.q_len);
   require(o.k_len >= o.q_len, "--k-len ({}) must be >= --q-len ({}): queries are the last positions",
           o.k_len, o.q_len);
+  require(o.png.empty() || std::filesystem::path(o.png).extension() == ".png",
+          "--png '{}': expected a file name ending in .png", o.png);
   const PositionSchemeEntry& entry = *find_position_scheme(o.scheme);
   o.config.scheme = o.scheme;
   // The scheme's own checks of its keys; the model's sizes do not matter here.
@@ -105,10 +109,10 @@ void run(const PositionsOptions& given) {
   const Grid grid = index_matrix(o, entry);
   const std::string caption = entry.caption(o.config);
   if (o.csv)
-    print_csv(grid, o);
+    std::cout << grid_csv(grid, o);
   else
     print_grid(grid, o, caption, masked(o, entry));
-  if (!o.png.empty()) write_heatmap_png(grid, o, caption);
+  if (!o.png.empty()) write_heatmap(grid, o, caption);
 }
 
 // The schemes with a per-distance table.
@@ -158,7 +162,8 @@ void add_positions_command(CLI::App& app) {
   add_key_options(*cmd, options->config);
   cmd->add_flag("--causal", options->causal, "mark future keys as masked ('.')");
   cmd->add_flag("--csv", options->csv, "print CSV instead of a grid");
-  cmd->add_option("--png", options->png, "also write a heatmap PNG to this file");
+  cmd->add_option("--png", options->png,
+                  "also write X.csv and have tools/plot.py draw X.png and X.svg from it");
   cmd->callback([options] { run(*options); });
 }
 

@@ -1,0 +1,242 @@
+// Figures: tools/plot.py draws an ablation folder and a positions matrix as PNG
+// and SVG, rejects bad input in one line, and relpos ablate / positions --png
+// print the command to run later when it cannot run. Tests that need matplotlib
+// report "SKIPPED:" (ctest: Skipped) without it.
+#include <sys/wait.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <string>
+
+#include "tests/test_files.h"
+
+namespace fs = std::filesystem;
+using relpos::testing::slurp;
+using relpos::testing::TempDir;
+
+namespace {
+
+const std::string kPlotScript = std::string(RELPOS_SOURCE_DIR) + "/tools/plot.py";
+const std::string kPlot = "/usr/bin/python3 " + kPlotScript;
+// The plotter's environment overrides cleared, so relpos uses its defaults.
+const std::string kRelpos = std::string("env -u RELPOS_PYTHON -u RELPOS_PLOT_SCRIPT ") + RELPOS_CLI;
+
+struct Result {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+Result run(const TempDir& box, const std::string& command) {
+  const std::string redirected = command + " > " + (box.path() / "stdout").string() + " 2> " +
+                                 (box.path() / "stderr").string();
+  const int status = std::system(redirected.c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(box.path() / "stdout"),
+          slurp(box.path() / "stderr")};
+}
+
+bool has_python() { return std::system("/usr/bin/python3 -c '' >/dev/null 2>&1") == 0; }
+bool has_matplotlib() {
+  return std::system("/usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1") == 0;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+void require_figure(const fs::path& stem) {
+  INFO(stem);
+  const std::string png = slurp(stem.string() + ".png"), svg = slurp(stem.string() + ".svg");
+  REQUIRE(png.compare(0, 8, "\x89PNG\r\n\x1a\n") == 0);
+  REQUIRE(contains(svg, "<svg"));
+  REQUIRE(contains(svg, "</svg>"));
+}
+
+void require_no_tmp_files(const fs::path& dir) {
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+    INFO(entry.path());
+    REQUIRE(entry.path().extension() != ".tmp");
+  }
+}
+
+// An ablation folder as relpos ablate leaves it, by hand: two data sets, a variant
+// that cannot run at 32 (nan), a metrics.jsonl line cut off by a kill.
+void write_ablation_folder(const TempDir& box) {
+  box.write("results.csv",
+            "variant,scheme,data,train_length,steps,params,final_val_loss,final_val_bpb,"
+            "loss_at_16,loss_at_32,tokens_per_s,peak_rss_mib,peak_tensor_mib,wall_s\n"
+            "none,none,corpus,16,4,100,2.5,3.6,2.5,2.7,100.0,1.0,1.0,1.0\n"
+            "t5,t5,corpus,16,4,100,2.4,3.5,2.4,2.45,100.0,1.0,1.0,1.0\n"
+            "learned-copy,learned,copy,16,4,100,0.01,0.01,0.01,nan,100.0,1.0,1.0,1.0\n");
+  for (const char* variant : {"none", "t5", "learned-copy"}) {
+    fs::create_directory(box.path() / variant);
+    box.write(
+        std::string(variant) + "/metrics.jsonl",
+        "{\"step\":1,\"loss\":3.0}\n{\"step\":2,\"loss\":2.6,\"val_loss\":2.7}\n"
+        "{\"step\":3,\"loss\":2.5}\n{\"step\":4,\"loss\":2.4,\"val_loss\":2.5}\n{\"step\":5,\"lo");
+  }
+}
+
+// A tiny sweep of two variants, a few seconds of training.
+fs::path write_tiny_sweep(const TempDir& box) {
+  box.write("tiny.yaml",
+            "model: {d_model: 16, n_layers: 1, n_heads: 2, d_ff: 32}\n"
+            "data: {seq_len: 16, batch_size: 2}\n"
+            "train: {steps: 2, eval_every: 2, eval_batches: 1, checkpoint_every: 2, log_every: 1}\n"
+            "schedule: {warmup_steps: 1}\n");
+  return box.write("sweep.yaml", "base: [tiny.yaml]\nout_dir: " + (box.path() / "out").string() +
+                                     "\neval_lengths: [32]\nvariants:\n"
+                                     "  - name: none\n    overrides: [model.position.scheme=none]\n"
+                                     "  - name: t5\n    overrides: [model.position.scheme=t5]\n");
+}
+
+}  // namespace
+
+TEST_CASE("plot.py draws an ablation folder: one panel per data set, PNG and SVG", "[plot]") {
+  if (!has_matplotlib()) {
+    WARN("SKIPPED: matplotlib is not installed for /usr/bin/python3 (python3-matplotlib)");
+    return;
+  }
+  TempDir box("plot_ablation");
+  write_ablation_folder(box);
+  const Result r = run(box, kPlot + " ablation " + box.path().string());
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  for (const char* figure : {"train_loss", "val_loss", "extrapolation"}) {
+    require_figure(box.path() / figure);
+    REQUIRE(contains(r.err, "wrote " + (box.path() / figure).string() + ".svg"));
+    const std::string svg = slurp(box.path() / (std::string(figure) + ".svg"));
+    for (const char* text : {"data: corpus", "data: copy", "none", "t5", "learned-copy"}) {
+      INFO(figure << ": " << text);
+      REQUIRE(contains(svg, text));
+    }
+  }
+  REQUIRE(contains(slurp(box.path() / "extrapolation.svg"), "training length 16"));
+  require_no_tmp_files(box.path());
+}
+
+TEST_CASE("relpos positions --png writes the CSV and has plot.py draw the heatmap", "[plot]") {
+  if (!has_matplotlib()) {
+    WARN("SKIPPED: matplotlib is not installed for /usr/bin/python3 (python3-matplotlib)");
+    return;
+  }
+  TempDir box("plot_positions");
+  const std::string args = " positions t5 --q-len 8 --k-len 12 --causal";
+  const std::string csv = run(box, kRelpos + args + " --csv").out;
+  const Result r = run(box, kRelpos + args + " --png " + (box.path() / "t5.png").string());
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(contains(r.out, "t5 buckets"));  // the grid on stdout, as without --png
+  REQUIRE(slurp(box.path() / "t5.csv") == csv);
+  require_figure(box.path() / "t5");
+  REQUIRE(contains(slurp(box.path() / "t5.svg"), "q_len 8, k_len 12"));
+  require_no_tmp_files(box.path());
+}
+
+TEST_CASE("relpos ablate has plot.py draw the figures", "[plot]") {
+  if (!has_matplotlib()) {
+    WARN("SKIPPED: matplotlib is not installed for /usr/bin/python3 (python3-matplotlib)");
+    return;
+  }
+  TempDir box("plot_ablate");
+  const Result r = run(box, kRelpos + " ablate " + write_tiny_sweep(box).string());
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE_FALSE(contains(r.out, "figures not drawn"));
+  for (const char* figure : {"train_loss", "val_loss", "extrapolation"})
+    require_figure(box.path() / "out" / figure);
+}
+
+TEST_CASE("plot.py: bad input is one line on stderr and exit code 2", "[plot]") {
+  if (!has_python()) {
+    WARN("SKIPPED: /usr/bin/python3 is not installed");
+    return;
+  }
+  TempDir box("plot_errors");
+  const auto require_error = [&](const std::string& args, const std::string& needle) {
+    const Result r = run(box, kPlot + " " + args);
+    INFO(args << "\nstderr: " << r.err);
+    REQUIRE(r.exit_code == 2);
+    REQUIRE(r.err.rfind("plot.py: error: ", 0) == 0);
+    REQUIRE(contains(r.err, needle));
+    REQUIRE(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  };
+  const std::string dir = box.path().string();
+  require_error("draw " + dir, "invalid choice: 'draw'");
+  require_error("ablation " + dir + "/missing", "missing: not a folder");
+  require_error("ablation " + dir, "results.csv: cannot read it");
+  write_ablation_folder(box);
+  fs::remove(box.path() / "t5" / "metrics.jsonl");
+  require_error("ablation " + dir, "t5/metrics.jsonl: cannot read it");
+  box.write("results.csv", "variant,scheme,train_length,loss_at_16\nnone,none,16,2.5\n");
+  require_error("ablation " + dir, "results.csv: missing column 'data'");
+  box.write("results.csv", "variant,scheme,data,train_length,loss_at_16\nnone,none,corpus,16\n");
+  require_error("ablation " + dir, "results.csv:2: 4 cells, the header has 5");
+  box.write("results.csv", "variant,scheme,data,train_length,loss_at_16\nnone,none,corpus,16,x\n");
+  require_error("ablation " + dir, "results.csv:2: loss_at_16: expected a number, got 'x'");
+  box.write("grid.csv", "row,k0\n0,1\n");
+  require_error("positions " + dir + "/grid.csv " + dir + "/grid.png", "expected a header 'query");
+  box.write("grid.csv", "query,k0,k1\n0,1\n");
+  require_error("positions " + dir + "/grid.csv " + dir + "/grid.png", "grid.csv:2: 2 cells");
+  require_error("positions " + dir + "/grid.csv " + dir + "/grid.pdf", "ending in .png");
+  require_no_tmp_files(box.path());
+}
+
+TEST_CASE("without matplotlib, plot.py exits 3 and relpos prints the command to run later",
+          "[plot]") {
+  if (!has_python()) {
+    WARN("SKIPPED: /usr/bin/python3 is not installed");
+    return;
+  }
+  TempDir box("plot_no_matplotlib");
+  // A matplotlib package that fails to import stands for a missing one.
+  fs::create_directories(box.path() / "fake" / "matplotlib");
+  box.write("fake/matplotlib/__init__.py", "raise ImportError('simulated: not installed')\n");
+  const std::string no_matplotlib = "PYTHONPATH=" + (box.path() / "fake").string() + " ";
+  box.write("grid.csv", "query,k0,k1\n0,0,\n1,1,0\n");
+  const std::string plot_args =
+      "positions " + (box.path() / "grid.csv").string() + " " + (box.path() / "grid.png").string();
+  const Result direct = run(box, no_matplotlib + kPlot + " " + plot_args);
+  REQUIRE(direct.exit_code == 3);
+  REQUIRE(contains(direct.err, "matplotlib is not installed for /usr/bin/python3"));
+
+  const Result r = run(box, no_matplotlib + kRelpos + " positions shaw --q-len 2 --png " +
+                                (box.path() / "shaw.png").string());
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(contains(r.err, "figures not drawn: matplotlib is not installed"));
+  REQUIRE(contains(r.err, "\n  " + kPlot + " positions " + (box.path() / "shaw.csv").string() +
+                              " " + (box.path() / "shaw.png").string() + " --title 'shaw index"));
+  REQUIRE(fs::exists(box.path() / "shaw.csv"));
+  REQUIRE_FALSE(fs::exists(box.path() / "shaw.png"));
+}
+
+TEST_CASE("relpos ablate and positions --png without a plotter print the command and exit 0",
+          "[plot][cli]") {
+  TempDir box("plot_unavailable");
+  const fs::path out = box.path() / "out";
+  const Result ablate = run(box, "RELPOS_PYTHON=/nonexistent/python3 " + std::string(RELPOS_CLI) +
+                                     " ablate " + write_tiny_sweep(box).string());
+  INFO(ablate.out << ablate.err);
+  REQUIRE(ablate.exit_code == 0);
+  REQUIRE(contains(ablate.out, "wrote " + (out / "results.csv").string()));
+  REQUIRE(contains(ablate.out,
+                   "relpos: figures not drawn: no python at /nonexistent/python3; to "
+                   "draw them later, run:\n  /nonexistent/python3 " +
+                       kPlotScript + " ablation " + out.string() + "\n"));
+  REQUIRE_FALSE(fs::exists(out / "val_loss.png"));
+
+  const Result positions =
+      run(box, "RELPOS_PLOT_SCRIPT=/nonexistent/plot.py " + std::string(RELPOS_CLI) +
+                   " positions t5 --png " + (box.path() / "t5.png").string());
+  INFO(positions.err);
+  REQUIRE(positions.exit_code == 0);
+  REQUIRE(contains(positions.err, "figures not drawn: no plot script at /nonexistent/plot.py"));
+  REQUIRE(contains(positions.err, "\n  /usr/bin/python3 /nonexistent/plot.py positions " +
+                                      (box.path() / "t5.csv").string() + " " +
+                                      (box.path() / "t5.png").string() + " --title 't5 buckets"));
+  REQUIRE(fs::exists(box.path() / "t5.csv"));
+
+  const Result bad = run(box, std::string(RELPOS_CLI) + " positions t5 --png t5.pdf");
+  REQUIRE(bad.exit_code == 2);
+  REQUIRE(bad.err == "relpos: error: --png 't5.pdf': expected a file name ending in .png\n");
+}
