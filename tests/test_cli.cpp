@@ -115,3 +115,28 @@ TEST_CASE("cli: train, inspect, eval and sample work on a tiny run; resume keeps
   REQUIRE(r.exit_code == 0);
   REQUIRE(r.out.find("resumed from") != std::string::npos);
 }
+
+TEST_CASE("cli: relpos positions prints each scheme's index with its keys as options", "[cli]") {
+  Sandbox box;
+  // Shaw, k = 1: clip(j - i, -1, 1) + 1 for 3 queries against 4 keys (one memory key).
+  Result r = box.run("positions shaw --q-len 3 --k-len 4 --max-relative 1 --csv");
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out == "query,k0,k1,k2,k3\n0,0,1,2,2\n1,0,0,1,2\n2,0,0,0,1\n");
+  // T5, 8 bidirectional buckets, max_distance 12: keys to the right use the upper half.
+  r = box.run("positions t5 --q-len 1 --k-len 1 --num-buckets 8 --max-distance 12 "
+              "--bidirectional-buckets --csv");
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out == "query,k0\n0,0\n");
+  r = box.run("positions t5 --q-len 2 --num-buckets 8 --max-distance 12 --bidirectional-buckets "
+              "--csv");
+  CHECK(r.out == "query,k0,k1\n0,0,5\n1,1,0\n");
+  // Causal-only schemes mask the future without --causal.
+  r = box.run("positions xl --q-len 2 --clamp-len 1 --csv");
+  CHECK(r.out == "query,k0,k1\n0,0,\n1,1,0\n");
+  // A key's own validation, and a scheme without a distance table, are one-line errors.
+  require_one_line_error(box.run("positions shaw --max-relative 0"),
+                         "model.position.max_relative must be >= 1, got 0");
+  r = box.run("positions rope");
+  CHECK(r.exit_code != 0);
+  CHECK(r.err.find("rope not in") != std::string::npos);
+}
