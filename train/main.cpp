@@ -21,7 +21,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);  // --help
+    std::cerr << "relpos: error: " << e.what() << " (see --help)\n";
+    return 2;
   } catch (const relpos::UsageError& e) {
     std::cerr << "relpos: error: " << e.what() << "\n";
     return 2;
