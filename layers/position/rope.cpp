@@ -4,7 +4,6 @@
 #include <cmath>
 
 #include "autograd/error.h"
-#include "autograd/ops/elementwise.h"
 #include "autograd/ops/rotary.h"
 #include "autograd/ops/shape.h"
 #include "layers/position/sinusoid.h"
@@ -40,14 +39,8 @@ std::pair<Tensor, Tensor> RotaryPosition::angles(std::int64_t start, std::int64_
 }
 
 Tensor RotaryPosition::rotate(const Tensor& x, std::int64_t start) const {
-  const std::int64_t len = x.size(2), half = head_dim_ / 2;
-  const auto [cos_t, sin_t] = angles(start, len, x.dtype());  // (L, D/2)
-  if (x.device() == Device::cpu) return rotary(x, cos_t, sin_t);
-  // Elsewhere: rotate_half(x) = [-x2, x1] for x = [x1, x2], against (L, D) tables.
-  const Tensor c = concat({cos_t, cos_t}, -1).to(x.device());
-  const Tensor s = concat({sin_t, sin_t}, -1).to(x.device());
-  Tensor rotated = concat({neg(slice(x, -1, half, head_dim_)), slice(x, -1, 0, half)}, -1);
-  return add(mul(x, c), mul(rotated, s));  // (B, H, L, D)
+  const auto [cos_t, sin_t] = angles(start, x.size(2), x.dtype());  // (L, D/2), on the host
+  return rotary(x, cos_t.to(x.device()), sin_t.to(x.device()));
 }
 
 }  // namespace relpos
