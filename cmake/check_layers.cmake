@@ -11,7 +11,8 @@ if(NOT DEFINED SOURCE_DIR)
 endif()
 get_filename_component(SOURCE_DIR "${SOURCE_DIR}" ABSOLUTE)
 
-set(application_headers "^(yaml-cpp/|yaml\\.h$|H5[A-Za-z]*\\.h(pp)?$|hdf5|png\\.h$|CLI/|CLI11|nlohmann/)")
+set(application_headers
+    "^(yaml-cpp/|yaml\\.h$|H5[A-Za-z]*\\.h(pp)?$|hdf5|png\\.h$|CLI/|CLI11|nlohmann/)")
 set(autograd_forbids "^(layers|optim|data|train)/")
 set(model_forbids "^train/")
 
@@ -37,8 +38,9 @@ foreach(folder autograd layers optim data)
       if(header MATCHES "${forbidden}")
         list(APPEND violations "${name}: #include ${header}: ${why}")
       elseif(header MATCHES "${application_headers}")
-        list(APPEND violations
-             "${name}: #include ${header}: only train/ may use config, HDF5, PNG, CLI or JSON headers")
+        string(CONCAT violation "${name}: #include ${header}: only train/ may use config, HDF5, "
+                                "PNG, CLI or JSON headers")
+        list(APPEND violations "${violation}")
       endif()
     endforeach()
   endforeach()

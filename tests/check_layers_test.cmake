@@ -15,7 +15,8 @@ function(make_tree tree file line)
        "#include <vector>\n#include <fmt/format.h>\n#include \"autograd/tensor.h\"\n"
        "// #include \"train/config.h\" (a comment, not an include)\n")
   file(WRITE ${tree}/layers/position/ok.cpp
-       "#include \"autograd/tensor.h\"\n#include \"optim/parameter.h\"\n#include \"data/batch.h\"\n")
+       "#include \"autograd/tensor.h\"\n#include \"optim/parameter.h\"\n"
+       "#include \"data/batch.h\"\n")
   file(WRITE ${tree}/train/ok.cpp "#include <yaml-cpp/yaml.h>\n#include \"layers/module.h\"\n")
   if(NOT file STREQUAL "")
     file(APPEND ${tree}/${file} "${line}\n")
