@@ -31,9 +31,11 @@ Backend& backend_for(Device device) {
 Allocator& allocator_for(Device device) { return backend_for(device).allocator(); }
 
 namespace {
-[[noreturn]] void not_on_device(const Backend& backend, const char* kernel) {
-  throw InternalError(fmt::format("kernel '{}' is not implemented on device {}", kernel,
-                                  name_of(backend.device())));
+// An optional kernel called where supports() says it is missing: the caller should
+// have asked kernel_supported() first.
+[[noreturn]] void not_on_device(const Backend& backend, Kernel kernel) {
+  throw InternalError(fmt::format("the {} kernel is not supported on {} (the caller did not ask)",
+                                  name_of(kernel), name_of(backend.device())));
 }
 }  // namespace
 
@@ -47,34 +49,22 @@ void Backend::activation_backward(UnaryOp op, const Tensor& z, const Tensor& gra
   if (grad_bias.defined()) sum_axis(grad_z, 1, rows, n, grad_bias);
 }
 
-void Backend::relative_gather(RelativeGather, const Tensor&, const Tensor&, const RelativeShape&) {
-  not_on_device(*this, "relative_gather");
-}
-void Backend::relative_scatter(RelativeGather, const Tensor&, const Tensor&, const RelativeShape&) {
-  not_on_device(*this, "relative_scatter");
-}
-void Backend::bucket_gather(const Tensor&, const Tensor&, const Tensor&) {
-  not_on_device(*this, "bucket_gather");
-}
-void Backend::bucket_gather_backward(const Tensor&, const Tensor&, const Tensor&) {
-  not_on_device(*this, "bucket_gather_backward");
-}
-void Backend::relative_softmax(const RelativeSoftmaxArgs&, const Tensor&) {
-  not_on_device(*this, "relative_softmax");
-}
-void Backend::relative_softmax_backward(const RelativeSoftmaxArgs&, const Tensor&, const Tensor&,
-                                        const RelativeSoftmaxGrads&) {
-  not_on_device(*this, "relative_softmax_backward");
-}
 void Backend::rotary(const Tensor&, const Tensor&, const Tensor&, const Tensor&, bool) {
-  not_on_device(*this, "rotary");
+  not_on_device(*this, Kernel::rotary);
 }
 void Backend::flash_attention(const FlashAttentionArgs&, const Tensor&, const Tensor&) {
-  not_on_device(*this, "flash_attention");
+  not_on_device(*this, Kernel::flash_attention);
 }
 void Backend::flash_attention_backward(const FlashAttentionArgs&, const Tensor&, const Tensor&,
                                        const Tensor&, const FlashAttentionGrads&) {
-  not_on_device(*this, "flash_attention_backward");
+  not_on_device(*this, Kernel::flash_attention);
+}
+
+void Backend::adam_update(const std::vector<AdamUpdate>&) {
+  not_on_device(*this, Kernel::adam_update);
+}
+void Backend::sgd_update(const std::vector<SgdUpdate>&) {
+  not_on_device(*this, Kernel::sgd_update);
 }
 
 }  // namespace relpos

@@ -1,19 +1,29 @@
 #pragma once
 // The kernels a device backend supplies. Ops (autograd/ops/) compute shapes,
 // allocate outputs, record the tape and call these; backend_for(device) is the
-// single place where the device is chosen.
+// single place where the device is chosen. Pure virtual kernels are required; the
+// optional ones (autograd/kernel.h) have defaults that throw, and a backend lists
+// those it overrides in supports().
 //
 // Unless a kernel says otherwise, tensor arguments are contiguous, on the
 // backend's device, and of one floating dtype.
 #include <cstdint>
 
 #include "autograd/allocator.h"
+#include "autograd/kernel.h"
 #include "autograd/tensor.h"
 
 namespace relpos {
 
 enum class UnaryOp : std::uint8_t {
-  neg, exp, log, sqrt, tanh, relu, gelu_tanh, gelu_erf,
+  neg,
+  exp,
+  log,
+  sqrt,
+  tanh,
+  relu,
+  gelu_tanh,
+  gelu_erf,
   add_scalar,  // x + p
   mul_scalar,  // x * p
   pow_scalar,  // x ^ p
@@ -39,7 +49,8 @@ struct GemmArgs {
 enum class RelativeGather : std::uint8_t {
   // src (H, Lq+Lk-1) -> out (H, Lq, Lk): out[h, i, j] = src[h, j + Lq-1-i] (T5, ALiBi).
   distance,
-  // src (rows, 2k+1) -> out (rows, Lk): out[r, j] = src[r, clip(j - qpos(i), -k, k) + k] (Shaw keys).
+  // src (rows, 2k+1) -> out (rows, Lk): out[r, j] = src[r, clip(j - qpos(i), -k, k) + k] (Shaw
+  // keys).
   clipped,
   // src (rows, Lk) -> out (rows, Lk): out[r, j] = src[r, j + Lq-1-i] where that is < Lk, else 0
   // (Transformer-XL's rel_shift: src column c holds distance Lk-1-c).
@@ -47,10 +58,10 @@ enum class RelativeGather : std::uint8_t {
 };
 
 struct RelativeShape {
-  std::int64_t rows = 0;     // B*H*Lq (distance: H*Lq)
+  std::int64_t rows = 0;  // B*H*Lq (distance: H*Lq)
   std::int64_t q_len = 0;
   std::int64_t k_len = 0;
-  std::int64_t clip = 0;     // Shaw's k
+  std::int64_t clip = 0;  // Shaw's k
 };
 
 // logits[r, j] = scale * scores[r, j]
@@ -113,6 +124,9 @@ class Backend {
   virtual ~Backend() = default;
   virtual Device device() const = 0;
   virtual Allocator& allocator() = 0;
+  // Whether this backend has the optional kernel (autograd/kernel.h). Callers ask
+  // kernel_supported(), which also honours KernelSwitchedOff.
+  virtual bool supports(Kernel kernel) const = 0;
 
   // ---- memory ----
   // dst = src elementwise: same shape, any strides and dtypes; one of the two
@@ -169,9 +183,9 @@ class Backend {
                                       const Tensor& grad_loss, const Tensor& grad_logits) = 0;
 
   // ---- normalisation over the last axis of x viewed as (rows, n) ----
-  // rms = true: y = x * rstd * gamma (+ beta if defined), rstd = 1/sqrt(mean(x^2)+eps), mean unused.
-  // rms = false: y = (x - mean) * rstd * gamma + beta.
-  // gamma/beta may be undefined (no affine part). mean, rstd: (rows).
+  // rms = true: y = x * rstd * gamma (+ beta if defined), rstd = 1/sqrt(mean(x^2)+eps), mean
+  // unused. rms = false: y = (x - mean) * rstd * gamma + beta. gamma/beta may be undefined (no
+  // affine part). mean, rstd: (rows).
   virtual void norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps, bool rms,
                     std::int64_t rows, std::int64_t n, const Tensor& y, const Tensor& mean,
                     const Tensor& rstd) = 0;
@@ -194,28 +208,28 @@ class Backend {
                             const Tensor& mask) = 0;
 
   // ---- relative positions (docs/position-schemes.md, docs/relative-kernels.md) ----
-  // Defaults throw "not implemented on this device" until a backend overrides them.
   // Attention rows are (rows, Lk) with rows = B*H*Lq; row r is query i = r % Lq at
   // position Lk - Lq + i, and key j lies at distance index j + (Lq - 1 - i) of a
   // vector over the Lq + Lk - 1 relative distances (rel = j - qpos(i), index rel + Lk - 1).
   virtual void relative_gather(RelativeGather kind, const Tensor& src, const Tensor& out,
-                               const RelativeShape& shape);
+                               const RelativeShape& shape) = 0;
   // The adjoint of relative_gather: grad_src = the transpose of the gather applied to
   // grad_out, summed in a fixed order.
-  virtual void relative_scatter(RelativeGather kind, const Tensor& grad_out,
-                                const Tensor& grad_src, const RelativeShape& shape);
+  virtual void relative_scatter(RelativeGather kind, const Tensor& grad_out, const Tensor& grad_src,
+                                const RelativeShape& shape) = 0;
   // out[h, n] = table[buckets[n], h]; table (buckets, H), buckets i64 (n), out (H, n).
-  virtual void bucket_gather(const Tensor& table, const Tensor& buckets, const Tensor& out);
+  virtual void bucket_gather(const Tensor& table, const Tensor& buckets, const Tensor& out) = 0;
   // grad_table[b, h] = sum over n with buckets[n] == b of grad_out[h, n], in increasing n.
   virtual void bucket_gather_backward(const Tensor& grad_out, const Tensor& buckets,
-                                      const Tensor& grad_table);
+                                      const Tensor& grad_table) = 0;
   // Fused position-aware softmax; see RelativeSoftmaxArgs.
-  virtual void relative_softmax(const RelativeSoftmaxArgs& args, const Tensor& probs);
+  virtual void relative_softmax(const RelativeSoftmaxArgs& args, const Tensor& probs) = 0;
   // From probs and grad_probs, writes d(logits) into grad_scores (times scale) and the
   // adjoint of each defined term into the matching grad tensor (undefined: skipped).
   virtual void relative_softmax_backward(const RelativeSoftmaxArgs& args, const Tensor& probs,
                                          const Tensor& grad_probs,
-                                         const RelativeSoftmaxGrads& grads);
+                                         const RelativeSoftmaxGrads& grads) = 0;
+  // ---- optional kernels (autograd/kernel.h): the defaults throw an InternalError ----
   // Rotary embedding (autograd/ops/rotary.h): x and out (B, H, L, D) strided with a
   // contiguous last axis, cos/sin (L, D/2); inverse rotates by the negative angles.
   virtual void rotary(const Tensor& x, const Tensor& cos, const Tensor& sin, const Tensor& out,
@@ -230,10 +244,10 @@ class Backend {
                                         const Tensor& lse, const Tensor& grad_out,
                                         const FlashAttentionGrads& grads);
 
-  // ---- optimizer kernels (optim/adam.cpp, optim/clip.cpp): one pass over many tensors ----
-  // One Adam/AdamW step of each entry; all four tensors contiguous, of one shape and floating
-  // dtype. The caller computes the coefficients in double; they are rounded to the dtype and
-  // applied per element with explicit FMAs, so every backend gives the same bits:
+  // ---- optimizer kernels (optim/): one pass over many tensors ----
+  // One Adam/AdamW step of each entry (optional); all four tensors contiguous, of one shape
+  // and floating dtype. The caller computes the coefficients in double; they are rounded to
+  // the dtype and applied per element with explicit FMAs, so every backend gives the same bits:
   //   g = l2 != 0 ? fma(l2, p, g) : g        p = shrink != 1 ? p * shrink : p
   //   m = fma(m, beta1, (1 - beta1) * g)     v = fma(v, beta2, (1 - beta2) * g * g)
   //   p = fma(-step_size, m / (sqrt(v) / bias_correction2_sqrt + eps), p)
@@ -242,12 +256,23 @@ class Backend {
     double l2 = 0.0, shrink = 1.0, beta1 = 0.0, beta2 = 0.0, step_size = 0.0,
            bias_correction2_sqrt = 1.0, eps = 0.0;
   };
-  virtual void adam_update(const std::vector<AdamUpdate>& updates) = 0;
+  virtual void adam_update(const std::vector<AdamUpdate>& updates);
+  // One SGD step of each entry (optional); param, grad and momentum_buffer (undefined when
+  // momentum is 0) contiguous, of one shape and floating dtype; the coefficients are rounded
+  // to the dtype:
+  //   d = weight_decay != 0 ? g + weight_decay * p : g
+  //   buf = buf * momentum + d,  d = nesterov ? d + momentum * buf : buf   (with a buffer)
+  //   p = p - lr * d
+  struct SgdUpdate {
+    Tensor param, grad, momentum_buffer;
+    double lr = 0.0, weight_decay = 0.0, momentum = 0.0;
+    bool nesterov = false;
+  };
+  virtual void sgd_update(const std::vector<SgdUpdate>& updates);
   // Returns the L2 norm of all `grads` (contiguous, floating) taken together, the squares
   // summed in double in a fixed order. When the norm is finite and coef = max_norm / (norm +
   // eps) is below 1, every grad is scaled in place by coef (rounded to its dtype).
-  virtual double clip_grad_norm(const std::vector<Tensor>& grads, double max_norm,
-                                double eps) = 0;
+  virtual double clip_grad_norm(const std::vector<Tensor>& grads, double max_norm, double eps) = 0;
 };
 
 Backend& backend_for(Device device);

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "autograd/error.h"
+#include "autograd/kernel.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/flash_attention.h"
 #include "autograd/ops/mask.h"
@@ -53,7 +54,7 @@ Tensor flash_path(const Tensor& q, const Tensor& k, const Tensor& v, const Posit
   }
   Tensor out = flash_attention(content_q, k, v, ft);  // (B, H, Lq, D [+ 2k+1])
   if (!ft.value_bins) return out;
-  Tensor bins = slice(out, -1, d, out.size(-1));      // (B, H, Lq, 2k+1)
+  Tensor bins = slice(out, -1, d, out.size(-1));  // (B, H, Lq, 2k+1)
   return add(slice(out, -1, 0, d), matmul(bins, per_head_operand(terms.shaw_values, batch)));
 }
 
@@ -61,9 +62,12 @@ Tensor flash_path(const Tensor& q, const Tensor& k, const Tensor& v, const Posit
 
 const char* name_of(AttentionPath path) {
   switch (path) {
-    case AttentionPath::flash: return "flash";
-    case AttentionPath::fused: return "fused";
-    case AttentionPath::composed: return "composed";
+    case AttentionPath::flash:
+      return "flash";
+    case AttentionPath::fused:
+      return "fused";
+    case AttentionPath::composed:
+      return "composed";
   }
   return "?";
 }
@@ -76,11 +80,12 @@ Tensor scaled_attention(const Tensor& q, const Tensor& k, const Tensor& v,
   const std::int64_t batch = q.size(0), d = q.size(3), q_len = q.size(2), k_len = k.size(2);
   require(k.shape() == v.shape() && k.size(0) == batch && k.size(1) == q.size(1) &&
               k.size(3) == d && k_len >= q_len,
-          "attention: q {} does not match k {} / v {} (need Lk >= Lq)", q.describe(),
-          k.describe(), v.describe());
+          "attention: q {} does not match k {} / v {} (need Lk >= Lq)", q.describe(), k.describe(),
+          v.describe());
   const bool xl = terms.xl_r.defined();
   require(!xl || causal, "attention: Transformer-XL terms need causal attention");
-  if (path == AttentionPath::flash && q.device() == Device::cpu)
+  // Where the backend has no flash kernel, the fused path computes the same attention.
+  if (path == AttentionPath::flash && kernel_supported(q, Kernel::flash_attention))
     return flash_path(q, k, v, terms, causal);
   const double inv_sqrt_d = 1.0 / std::sqrt(static_cast<double>(d));
   const Tensor k_t = transpose(k, -1, -2);  // (B, H, D, Lk)

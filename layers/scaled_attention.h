@@ -12,15 +12,16 @@ struct PositionTerms {
   Tensor shaw_keys;      // (2k+1, D) or (H, 2k+1, D): logits q·B[clip(j-i)] / sqrt(D)
   Tensor shaw_values;    // (2k+1, D) or (H, 2k+1, D): outputs + Σ_j p_ij A[clip(j-i)]
   std::int64_t shaw_clip = 0;
-  Tensor xl_r;           // (H, Lk, D): W_r R for distances Lk-1 .. 0
-  Tensor xl_u, xl_v;     // (H, D) global content and position biases
+  Tensor xl_r;               // (H, Lk, D): W_r R for distances Lk-1 .. 0
+  Tensor xl_u, xl_v;         // (H, D) global content and position biases
   bool scale_scores = true;  // false: q·k is not divided by sqrt(D) (a T5 option)
 };
 
-// flash: tiled attention that never forms an (Lq, Lk) matrix (default; on the CPU,
-// other devices use fused). fused: (Lq, Lk) scores with one position-aware softmax
-// kernel. composed: the same math from separate differentiable ops, kept as the
-// independent reference. The order is the config's (model.attention).
+// flash: tiled attention that never forms an (Lq, Lk) matrix (the default; where the
+// backend lacks Kernel::flash_attention, fused is used instead). fused: (Lq, Lk)
+// scores with one position-aware softmax kernel. composed: the same math from
+// separate differentiable ops, kept as the independent reference. The order is the
+// config's (model.attention).
 enum class AttentionPath { flash, fused, composed };
 const char* name_of(AttentionPath path);
 

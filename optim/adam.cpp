@@ -19,7 +19,10 @@ Adam::Adam(std::vector<NamedParameter> parameters, AdamOptions options)
     : Adam(std::move(parameters), options, WeightDecay::l2) {}
 
 Adam::Adam(std::vector<NamedParameter> parameters, AdamOptions options, WeightDecay mode)
-    : Optimizer(std::move(parameters)), options_(options), mode_(mode) {
+    : Optimizer(std::move(parameters), mode == WeightDecay::l2 ? "adam" : "adamw",
+                Kernel::adam_update),
+      options_(options),
+      mode_(mode) {
   check_beta(options.beta1, "beta1");
   check_beta(options.beta2, "beta2");
   require(std::isfinite(options.eps) && options.eps >= 0, "Adam: eps {} must be finite and >= 0",

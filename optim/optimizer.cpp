@@ -27,7 +27,7 @@ void check_parameter(const NamedParameter& p, std::set<std::string>& seen) {
 
 std::int64_t Optimizer::increment(const Tensor& counter) { return ++*counter.data<std::int64_t>(); }
 
-Optimizer::Optimizer(std::vector<NamedParameter> parameters)
+Optimizer::Optimizer(std::vector<NamedParameter> parameters, std::string_view name, Kernel update)
     : parameters_(std::move(parameters)), steps_(Tensor::zeros({}, DType::i64)) {
   std::set<std::string> seen;
   for (const NamedParameter& p : parameters_) {
@@ -38,6 +38,9 @@ Optimizer::Optimizer(std::vector<NamedParameter> parameters)
             "live on one device",
             p.name, name_of(p.tensor.device()), name_of(device));
   }
+  if (!parameters_.empty())
+    require_kernel(parameters_.front().tensor.device(), update,
+                   fmt::format("optimizer '{}'", name));
   state_[kStepKey] = steps_;
 }
 

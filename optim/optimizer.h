@@ -8,14 +8,19 @@
 // "blocks.0.attn.q.weight/exp_avg". Every buffer exists, zero-initialised, from
 // construction, so the set of keys depends only on the parameters and settings.
 //
-// Parameters: contiguous f32 or f64 tensors, all on one device. Per-parameter
-// step counters stay on the host; the other buffers live with the parameters.
+// Parameters: contiguous f32 or f64 tensors, all on one device, whose backend must
+// have the optimizer's update kernel (autograd/kernel.h): otherwise construction
+// fails with "<name>: the <kernel> kernel is not supported on <device>", before any
+// step. Per-parameter step counters stay on the host; the other buffers live with
+// the parameters.
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "autograd/kernel.h"
 #include "autograd/tensor.h"
 #include "optim/parameter.h"
 
@@ -23,7 +28,9 @@ namespace relpos {
 
 class Optimizer {
  public:
-  explicit Optimizer(std::vector<NamedParameter> parameters);
+  // `name` (e.g. "sgd") names the optimizer in errors; `update` is the backend kernel
+  // its update() runs.
+  Optimizer(std::vector<NamedParameter> parameters, std::string_view name, Kernel update);
   virtual ~Optimizer() = default;
   Optimizer(const Optimizer&) = delete;
   Optimizer& operator=(const Optimizer&) = delete;

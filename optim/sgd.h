@@ -5,8 +5,9 @@
 //   buf = momentum * buf + d            (buf starts at 0, so the first buf is d)
 //   d = nesterov ? d + momentum * buf : buf        (when momentum > 0)
 //   p = p - lr * d
-// State: "<name>/momentum_buffer" for each parameter when momentum > 0.
-// CPU parameters only.
+// State: "<name>/momentum_buffer" for each parameter when momentum > 0. One step
+// is one call of Backend::sgd_update over all parameters; a backend without that
+// kernel (autograd/kernel.h) refuses the optimizer when it is built.
 #include <vector>
 
 #include "optim/optimizer.h"
@@ -25,7 +26,6 @@ class Sgd : public Optimizer {
 
  private:
   void update(const std::vector<GradientOf>& gradients, double lr) override;
-  void update_one(std::size_t index, const Tensor& grad, double lr);
 
   SgdOptions options_;
   std::vector<Tensor> momentum_buffers_;  // empty when momentum == 0

@@ -66,8 +66,6 @@ void load_parameters(const TransformerLM& model, const Checkpoint& ckpt,
 RunState build_run(const RunConfig& config) {
   validate(config);
   const Device device = train_device(config.train.device);
-  require(device == Device::cpu || config.optim.name != "sgd",
-          "optim.name: sgd runs on the CPU only; with train.device=cuda use adam or adamw");
   if (config.train.threads > 0) set_num_threads(static_cast<int>(config.train.threads));
   RunState run;
   run.config = config;
@@ -76,6 +74,7 @@ RunState build_run(const RunConfig& config) {
   // Initialised on the CPU (the same values on every device), then moved.
   run.model = std::make_unique<TransformerLM>(config.model, init);
   move_parameters(run.model->parameters(), device);
+  // Refused here, before any step, when the device lacks the optimizer's kernel.
   run.optimizer = make_optimizer(config.optim, run.model->parameters());
   DataConfig data = config.data;
   data.seed = mix64(config.train.seed, 2);

@@ -9,6 +9,7 @@ class CpuBackend final : public Backend {
  public:
   Device device() const override { return Device::cpu; }
   Allocator& allocator() override;
+  bool supports(Kernel) const override { return true; }  // every optional kernel
 
   void copy(const Tensor& dst, const Tensor& src) override;
   void fill(const Tensor& dst, double value) override;
@@ -36,8 +37,8 @@ class CpuBackend final : public Backend {
   void cross_entropy(const Tensor& logits, const Tensor& targets, std::int64_t ignore_index,
                      const Tensor& loss, const Tensor& lse) override;
   void cross_entropy_backward(const Tensor& logits, const Tensor& targets,
-                              std::int64_t ignore_index, const Tensor& lse,
-                              const Tensor& grad_loss, const Tensor& grad_logits) override;
+                              std::int64_t ignore_index, const Tensor& lse, const Tensor& grad_loss,
+                              const Tensor& grad_logits) override;
   void norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps, bool rms,
             std::int64_t rows, std::int64_t n, const Tensor& y, const Tensor& mean,
             const Tensor& rstd) override;
@@ -72,6 +73,7 @@ class CpuBackend final : public Backend {
 
   // optimizer kernels (optimizer.cpp)
   void adam_update(const std::vector<AdamUpdate>& updates) override;
+  void sgd_update(const std::vector<SgdUpdate>& updates) override;
   double clip_grad_norm(const std::vector<Tensor>& grads, double max_norm, double eps) override;
 };
 

@@ -1,4 +1,4 @@
-// Optimizer kernels on the CPU: the Adam/AdamW update and global-norm clipping.
+// Optimizer kernels on the CPU: the Adam/AdamW and SGD updates and global-norm clipping.
 // Every element is independent (update, scaling) or summed in fixed chunks
 // (norm), so results do not depend on the thread count. The FMAs are written out
 // (std::fma) where GCC used to contract them, so these bits are both the CPU's
@@ -44,6 +44,28 @@ void adam_one(const Backend::AdamUpdate& u) {
   }
 }
 
+// The SGD update as written in Backend::SgdUpdate; buf is null without momentum.
+template <class T>
+void sgd_one(const Backend::SgdUpdate& u) {
+  T* p = u.param.data<T>();
+  const T* g = u.grad.data<T>();
+  T* buf = u.momentum_buffer.defined() ? u.momentum_buffer.data<T>() : nullptr;
+  const T lr = static_cast<T>(u.lr), weight_decay = static_cast<T>(u.weight_decay);
+  const T momentum = static_cast<T>(u.momentum);
+  const bool nesterov = u.nesterov;
+  const std::int64_t n = u.param.numel();
+#pragma omp parallel for schedule(static) if (n > kParallelThreshold)
+  for (std::int64_t i = 0; i < n; ++i) {
+    T d = g[i];
+    if (weight_decay != T(0)) d = d + weight_decay * p[i];
+    if (buf != nullptr) {
+      buf[i] = buf[i] * momentum + d;
+      d = nesterov ? d + momentum * buf[i] : buf[i];
+    }
+    p[i] = p[i] - lr * d;
+  }
+}
+
 // Fixed chunks summed in parallel, then the chunk sums in order.
 template <class T>
 double sum_of_squares(const T* g, std::int64_t n) {
@@ -75,6 +97,11 @@ void scale_in_place(T* g, std::int64_t n, T scale) {
 void CpuBackend::adam_update(const std::vector<AdamUpdate>& updates) {
   for (const AdamUpdate& u : updates)
     dispatch_floating(u.param.dtype(), [&](auto zero) { adam_one<decltype(zero)>(u); });
+}
+
+void CpuBackend::sgd_update(const std::vector<SgdUpdate>& updates) {
+  for (const SgdUpdate& u : updates)
+    dispatch_floating(u.param.dtype(), [&](auto zero) { sgd_one<decltype(zero)>(u); });
 }
 
 double CpuBackend::clip_grad_norm(const std::vector<Tensor>& grads, double max_norm, double eps) {

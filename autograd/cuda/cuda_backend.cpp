@@ -1,4 +1,4 @@
-// The CUDA backend instance and device-wide synchronisation.
+// The CUDA backend instance, its optional kernels and device-wide synchronisation.
 #include "autograd/cuda/cuda_backend.h"
 
 #include <cuda_runtime_api.h>
@@ -28,6 +28,18 @@ CudaBackend& cuda_backend() {
   static const bool device_checked = (require_usable_device(), true);
   (void)device_checked;
   return instance;
+}
+
+bool CudaBackend::supports(Kernel kernel) const {
+  switch (kernel) {
+    case Kernel::adam_update:
+      return true;
+    case Kernel::flash_attention:  // scaled_attention takes the fused path instead
+    case Kernel::rotary:           // the op composes the rotation from elementwise kernels
+    case Kernel::sgd_update:       // the optimizer is refused when it is built
+      return false;
+  }
+  return false;
 }
 
 void CudaBackend::synchronize() { RELPOS_CUDA_CHECK(cudaDeviceSynchronize()); }

@@ -24,6 +24,7 @@ class CudaBackend final : public Backend {
  public:
   Device device() const override { return Device::cuda; }
   Allocator& allocator() override;
+  bool supports(Kernel kernel) const override;  // cuda_backend.cpp
   CudaMemoryStats memory_stats();
   // Gives every cached (free) block back to the driver.
   void release_cached_memory();
@@ -60,8 +61,8 @@ class CudaBackend final : public Backend {
   void cross_entropy(const Tensor& logits, const Tensor& targets, std::int64_t ignore_index,
                      const Tensor& loss, const Tensor& lse) override;
   void cross_entropy_backward(const Tensor& logits, const Tensor& targets,
-                              std::int64_t ignore_index, const Tensor& lse,
-                              const Tensor& grad_loss, const Tensor& grad_logits) override;
+                              std::int64_t ignore_index, const Tensor& lse, const Tensor& grad_loss,
+                              const Tensor& grad_logits) override;
   void norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps, bool rms,
             std::int64_t rows, std::int64_t n, const Tensor& y, const Tensor& mean,
             const Tensor& rstd) override;

@@ -1,6 +1,7 @@
 #include "autograd/ops/flash_attention.h"
 
 #include "autograd/backend.h"
+#include "autograd/kernel.h"
 #include "autograd/ops/check.h"
 #include "autograd/ops/head_layout.h"
 #include "autograd/tape.h"
@@ -48,6 +49,7 @@ Tensor flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, const 
     fail("flash_attention: q {}, k {}, v {} must be (B, H, Lq, D), (B, H, Lk, D) with Lk >= Lq",
          q.describe(), k.describe(), v.describe());
   check_terms(q, k, terms);
+  require_kernel(q.device(), Kernel::flash_attention, "flash_attention");
   FlashAttentionArgs args;
   args.q = rows_contiguous(q);
   args.k = rows_contiguous(k);

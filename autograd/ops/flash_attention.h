@@ -20,7 +20,8 @@ struct FlashTerms {
 
 // q (B, H, Lq, D); k, v (B, H, Lk, D) with Lk >= Lq, queries the last Lq positions.
 // Returns (B, H, Lq, D), or (B, H, Lq, D + 2k+1) with value_bins: the attention
-// output followed by the bins. Gradients reach q, k, v and every term.
+// output followed by the bins. Gradients reach q, k, v and every term. A UsageError
+// where the backend lacks Kernel::flash_attention (callers ask kernel_supported()).
 Tensor flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, const FlashTerms& terms);
 
 }  // namespace relpos

@@ -1,8 +1,11 @@
 #include "autograd/ops/rotary.h"
 
 #include "autograd/backend.h"
+#include "autograd/kernel.h"
 #include "autograd/ops/check.h"
+#include "autograd/ops/elementwise.h"
 #include "autograd/ops/head_layout.h"
+#include "autograd/ops/shape.h"
 #include "autograd/tape.h"
 
 namespace relpos {
@@ -14,6 +17,15 @@ Tensor rotate(const Tensor& x, const Tensor& cos, const Tensor& sin, bool invers
   return out;
 }
 
+// Without the kernel: x * [cos, cos] + rotate_half(x) * [sin, sin], rotate_half(x) =
+// [-x2, x1] for x = [x1, x2]; each op records its own gradient.
+Tensor composed_rotation(const Tensor& x, const Tensor& cos, const Tensor& sin) {
+  const std::int64_t d = x.size(3), half = d / 2;
+  const Tensor c = concat({cos, cos}, -1), s = concat({sin, sin}, -1);  // (L, D)
+  const Tensor rotated = concat({neg(slice(x, -1, half, d)), slice(x, -1, 0, half)}, -1);
+  return add(mul(x, c), mul(rotated, s));  // (B, H, L, D)
+}
+
 }  // namespace
 
 Tensor rotary(const Tensor& x, const Tensor& cos, const Tensor& sin) {
@@ -23,6 +35,7 @@ Tensor rotary(const Tensor& x, const Tensor& cos, const Tensor& sin) {
         sin.shape() == cos.shape()))
     fail("rotary: x {} must be (B, H, L, D) with even D and cos {}, sin {} (L, D/2)", x.describe(),
          cos.describe(), sin.describe());
+  if (!kernel_supported(x, Kernel::rotary)) return composed_rotation(x, cos, sin);
   const Tensor c = cos.contiguous(), s = sin.contiguous();
   Tensor out = rotate(x, c, s, false);
   if (Tape::should_record({&x})) {

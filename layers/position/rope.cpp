@@ -5,7 +5,6 @@
 #include <utility>
 
 #include "autograd/error.h"
-#include "autograd/ops/elementwise.h"
 #include "autograd/ops/rotary.h"
 #include "autograd/ops/shape.h"
 #include "layers/position/registry.h"
@@ -19,14 +18,8 @@ class RotaryPosition final : public PositionScheme {
   RotaryPosition(std::int64_t head_dim, double base) : head_dim_(head_dim), base_(base) {}
 
   Tensor rotate(const Tensor& x, std::int64_t start) const override {
-    const std::int64_t len = x.size(2), half = head_dim_ / 2;
-    const auto [cos_t, sin_t] = angles(start, len, x.dtype());  // (L, D/2)
-    if (x.device() == Device::cpu) return rotary(x, cos_t, sin_t);
-    // Elsewhere: rotate_half(x) = [-x2, x1] for x = [x1, x2], against (L, D) tables.
-    const Tensor c = concat({cos_t, cos_t}, -1).to(x.device());
-    const Tensor s = concat({sin_t, sin_t}, -1).to(x.device());
-    Tensor rotated = concat({neg(slice(x, -1, half, head_dim_)), slice(x, -1, 0, half)}, -1);
-    return add(mul(x, c), mul(rotated, s));  // (B, H, L, D)
+    const auto [cos_t, sin_t] = angles(start, x.size(2), x.dtype());  // (L, D/2), on the host
+    return rotary(x, cos_t.to(x.device()), sin_t.to(x.device()));
   }
 
  private:

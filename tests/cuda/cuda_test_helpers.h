@@ -1,9 +1,7 @@
 #pragma once
-// Helpers for the GPU-vs-CPU parity tests: random host inputs and their device
-// copies, NaN-poisoned outputs (an element a kernel forgets to write fails the
-// comparison) and element-wise comparisons with a count of mismatches.
+// Helpers for the CUDA tests beside the op table: integer inputs on the host and
+// the device, and element-wise comparisons with a count of mismatches.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <cstdint>
 #include <sstream>
@@ -18,7 +16,6 @@ namespace relpos::cuda_testing {
 // f32 kernels without TF32 must match the CPU to this relative error.
 constexpr double kRtol = 1e-5;
 
-inline Backend& cpu() { return backend_for(Device::cpu); }
 inline CudaBackend& gpu() { return cuda_backend(); }
 
 // The same values on the host and on the device.
@@ -29,37 +26,14 @@ struct Pair {
 
 inline Pair pair_of(const Tensor& host) { return {host, host.to(Device::cuda)}; }
 
-inline Pair randn_pair(const Shape& shape, Rng& rng, double scale = 1.0,
-                       DType dtype = DType::f32) {
-  return pair_of(randn(shape, rng, dtype, scale));
-}
-
-inline Pair uniform_pair(const Shape& shape, Rng& rng, double low, double high,
-                         DType dtype = DType::f32) {
-  return pair_of(rand_uniform(shape, rng, low, high, dtype));
-}
-
 // Uniform integers in [low, high] stored in `dtype`.
 inline Pair integer_pair(const Shape& shape, Rng& rng, std::int64_t low, std::int64_t high,
                          DType dtype) {
   std::vector<double> values(static_cast<std::size_t>(numel_of(shape)));
   for (double& v : values)
-    v = static_cast<double>(low + static_cast<std::int64_t>(
-                                      rng.below(static_cast<std::uint64_t>(high - low + 1))));
+    v = static_cast<double>(
+        low + static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(high - low + 1))));
   return pair_of(Tensor::from_data(values, shape, dtype));
-}
-
-// A value no kernel writes: NaN for floating dtypes.
-inline double poison_value(DType dtype) {
-  if (is_floating(dtype)) return std::nan("");
-  return dtype == DType::u8 ? 171.0 : -7.0;
-}
-
-inline Pair poisoned_pair(const Shape& shape, DType dtype = DType::f32) {
-  Pair p{Tensor::empty(shape, dtype, Device::cpu), Tensor::empty(shape, dtype, Device::cuda)};
-  cpu().fill(p.host, poison_value(dtype));
-  gpu().fill(p.device, poison_value(dtype));
-  return p;
 }
 
 inline bool is_nan(double v) { return v != v; }
@@ -91,11 +65,6 @@ inline void require_match(const Tensor& actual, const Tensor& expected, double f
 // Bit-for-bit equal values (f32 and i64 survive to_vector's f64 exactly).
 inline void require_identical(const Tensor& actual, const Tensor& expected) {
   require_match(actual, expected, 0.0, 0.0);
-}
-
-// The GPU result against the CPU result of a Pair.
-inline void require_match(const Pair& p, double floor = 1.0, double rtol = kRtol) {
-  require_match(p.device, p.host, floor, rtol);
 }
 
 }  // namespace relpos::cuda_testing

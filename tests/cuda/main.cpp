@@ -2,9 +2,9 @@
 // "SKIPPED: no CUDA device (<reason>)" and exits with 77, the code that ctest's
 // SKIP_RETURN_CODE turns into a visible "Skipped".
 #define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
 #include <cuda_runtime_api.h>
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 
 namespace {

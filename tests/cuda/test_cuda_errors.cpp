@@ -13,29 +13,28 @@ using Catch::Contains;
 
 TEST_CASE("a failed CUDA runtime call names the call, the error and where", "[cuda]") {
   REQUIRE_THROWS_AS(RELPOS_CUDA_CHECK(cudaSetDevice(1 << 20)), InternalError);
-  REQUIRE_THROWS_WITH(RELPOS_CUDA_CHECK(cudaSetDevice(1 << 20)),
-                      Contains("cudaSetDevice(1 << 20) failed") &&
-                          Contains("invalid device ordinal") &&
-                          Contains("cudaErrorInvalidDevice") &&
-                          Contains("tests/cuda/test_cuda_errors.cpp:"));
+  REQUIRE_THROWS_WITH(
+      RELPOS_CUDA_CHECK(cudaSetDevice(1 << 20)),
+      Contains("cudaSetDevice(1 << 20) failed") && Contains("invalid device ordinal") &&
+          Contains("cudaErrorInvalidDevice") && Contains("tests/cuda/test_cuda_errors.cpp:"));
 }
 
 TEST_CASE("a failed cuBLAS call names the call and the status", "[cuda]") {
   cublasHandle_t handle = nullptr;
   RELPOS_CUDA_CHECK(cublasCreate(&handle));
   const float one = 1.0f;
-  REQUIRE_THROWS_WITH(RELPOS_CUDA_CHECK(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, -1, 1, 1,
-                                                    &one, nullptr, 1, nullptr, 1, &one, nullptr,
-                                                    1)),
-                      Contains("cuBLAS error at tests/cuda/test_cuda_errors.cpp:") &&
-                          Contains("cublasSgemm(") && Contains("CUBLAS_STATUS_INVALID_VALUE"));
+  REQUIRE_THROWS_WITH(
+      RELPOS_CUDA_CHECK(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, -1, 1, 1, &one, nullptr, 1,
+                                    nullptr, 1, &one, nullptr, 1)),
+      Contains("cuBLAS error at tests/cuda/test_cuda_errors.cpp:") && Contains("cublasSgemm(") &&
+          Contains("CUBLAS_STATUS_INVALID_VALUE"));
   RELPOS_CUDA_CHECK(cublasDestroy(handle));
 }
 
 TEST_CASE("out of device memory names the request, and the device still works", "[cuda]") {
-  REQUIRE_THROWS_WITH(Tensor::empty({std::int64_t{1} << 50}, DType::f32, Device::cuda),
-                      Contains("cudaMalloc of 4503599627370496 bytes") &&
-                          Contains("out of memory"));
+  REQUIRE_THROWS_WITH(
+      Tensor::empty({std::int64_t{1} << 50}, DType::f32, Device::cuda),
+      Contains("cudaMalloc of 4503599627370496 bytes") && Contains("out of memory"));
   Tensor ones = Tensor::ones({4}, DType::f32, Device::cuda);
   REQUIRE(ones.to_vector() == std::vector<double>{1, 1, 1, 1});
 }

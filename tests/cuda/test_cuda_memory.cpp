@@ -73,7 +73,7 @@ TEST_CASE("allocator statistics count current, peak, largest and allocations", "
   const AllocatorStats before = allocator.stats();
   REQUIRE(before.allocations == 0);
   {
-    Tensor big = Tensor::empty({1 << 18}, DType::f32, Device::cuda);  // 1 MiB
+    Tensor big = Tensor::empty({1 << 18}, DType::f32, Device::cuda);   // 1 MiB
     Tensor small = Tensor::empty({3, 100}, DType::f64, Device::cuda);  // 2400 B
     const AllocatorStats during = allocator.stats();
     REQUIRE(during.current_bytes == before.current_bytes + (1 << 20) + 2400);
