@@ -4,7 +4,7 @@ set -euo pipefail
 
 packages=(
   cmake g++ make pkg-config
-  libopenblas-openmp-dev   # BLAS, OpenMP build (see docs/design.md)
+  libopenblas-openmp-dev   # BLAS, OpenMP build (its threads are our OpenMP threads)
   libyaml-cpp-dev          # configs
   libhdf5-dev              # checkpoints
   catch2                   # tests (Catch2 v2)
