@@ -12,6 +12,7 @@ packages=(
   nlohmann-json3-dev       # metrics and fixtures
   libfmt-dev               # formatting
   libpng-dev               # plots
+  clang-format             # the formatting check (tools/check-format.sh)
 )
 
 missing=()
