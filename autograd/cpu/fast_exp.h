@@ -17,7 +17,7 @@ namespace relpos::cpu {
 inline float exp_approx(float x) {
   constexpr float kLog2e = 1.44269504088896341f;
   constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
-  constexpr float kMin = -87.3365447f;  // log(FLT_MIN): smaller inputs underflow to 0
+  constexpr float kMin = -87.3365447f;   // log(FLT_MIN): smaller inputs underflow to 0
   constexpr float kMax = 88.0f;          // below log(FLT_MAX), so 2^n stays finite
   constexpr float kRound = 12582912.0f;  // 1.5·2^23: adding it rounds to an integer
   const float clamped = x < kMin ? kMin : (x > kMax ? kMax : x);
