@@ -10,7 +10,8 @@ int num_threads();
 // times slower; ALiBi's far-away attention weights produce them at long lengths.
 // Called by the CPU backend on first use and by set_num_threads().
 void flush_denormals();
-// True when the linked OpenBLAS is its OpenMP build (required, see GUIDE.md §3).
+// True when the linked OpenBLAS is its OpenMP build (required: its threads are then our
+// OpenMP threads, so BLAS calls and our parallel loops do not spin against each other).
 bool blas_uses_openmp();
 
 }  // namespace relpos

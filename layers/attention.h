@@ -23,8 +23,6 @@ class MultiHeadAttention : public Module {
   Tensor forward(const Tensor& x, std::int64_t start, const Tensor& memory = Tensor(),
                  KvCache* cache = nullptr) const;
 
-  void set_path(AttentionPath path) { path_ = path; }
-
  private:
   Tensor split_heads(const Tensor& x) const;  // (B, L, d_model) -> (B, H, L, D)
 

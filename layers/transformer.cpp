@@ -56,11 +56,6 @@ TransformerLM::TransformerLM(const ModelConfig& config, Rng& rng) : config_(conf
     head_ = &register_module("head", std::make_unique<Linear>(config.d_model, config.vocab, false, rng));
 }
 
-void TransformerLM::set_attention_path(AttentionPath path) {
-  config_.attention_path = path;
-  for (Block* b : blocks_) b->attention().set_path(path);
-}
-
 Tensor TransformerLM::run(const Tensor& tokens, std::int64_t start, std::vector<Tensor>* memory,
                           std::vector<KvCache>* caches, std::int64_t mem_len) const {
   require(tokens.dim() == 2 && tokens.dtype() == DType::i64,

@@ -42,7 +42,6 @@ class Block : public Module {
   // x (B, L, d). `attention_input`, if given, receives norm1(x) (the next memory).
   Tensor forward(const Tensor& x, std::int64_t start, const Tensor& memory, KvCache* cache,
                  std::uint64_t dropout_seed, Tensor* attention_input = nullptr) const;
-  MultiHeadAttention& attention() { return *attn_; }
 
  private:
   const ModelConfig& config_;
@@ -66,7 +65,6 @@ class TransformerLM : public Module {
 
   const ModelConfig& config() const { return config_; }
   const PositionScheme& position() const { return *position_; }
-  void set_attention_path(AttentionPath path);
   // Dropout masks are drawn from (seed, step): set once per step by the trainer.
   void set_dropout_seed(std::uint64_t seed) { dropout_seed_ = seed; }
 

@@ -7,6 +7,10 @@
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <tuple>
+#include <vector>
 
 #include "tests/test_files.h"
 
@@ -47,6 +51,17 @@ void require_one_line_error(const Result& r, const std::string& needle) {
   REQUIRE(r.err.rfind("relpos: error: ", 0) == 0);
 }
 
+// (step, lr, loss) of every training log line in a run's metrics.jsonl.
+std::vector<std::tuple<std::int64_t, double, double>> logged_lr_and_loss(const fs::path& run) {
+  std::vector<std::tuple<std::int64_t, double, double>> rows;
+  std::istringstream lines(slurp(run / "metrics.jsonl"));
+  for (std::string line; std::getline(lines, line);) {
+    const auto j = nlohmann::json::parse(line);
+    if (j.contains("lr")) rows.emplace_back(j["step"], j["lr"], j["loss"]);
+  }
+  return rows;
+}
+
 }  // namespace
 
 TEST_CASE("cli: config errors are one line with exit code 2", "[cli]") {
@@ -70,6 +85,27 @@ TEST_CASE("cli: config errors are one line with exit code 2", "[cli]") {
   require_one_line_error(box.run("train " + tiny.string() + " model.position.scheme=t5 "
                                  "model.position.max_distance=8"),
                          "max_distance");
+}
+
+TEST_CASE("cli: a warmup longer than the run is cut to it with a one-line note", "[cli]") {
+  Sandbox box;
+  const auto tiny = box.write("tiny.yaml", kTiny);  // train.steps: 2, logged at every step
+  const fs::path cut = box.path() / "cut", exact = box.path() / "exact";
+  const Result r =
+      box.run("train " + tiny.string() + " schedule.warmup_steps=5 train.out_dir=" + cut.string());
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(r.err ==
+          "relpos: note: schedule.warmup_steps=5 is more than train.steps=2; warming up over all 2 "
+          "steps\n");
+  REQUIRE(r.out.find("warmup_steps: 2") != std::string::npos);  // the resolved config
+  REQUIRE(
+      box.run("train " + tiny.string() + " schedule.warmup_steps=2 train.out_dir=" + exact.string())
+          .exit_code == 0);
+  // The same learning rates and losses as a run configured with warmup_steps = train.steps.
+  const auto rows = logged_lr_and_loss(cut);
+  REQUIRE(rows.size() == 2);
+  REQUIRE(rows == logged_lr_and_loss(exact));
 }
 
 TEST_CASE("cli: checkpoint errors are one line with exit code 2", "[cli]") {

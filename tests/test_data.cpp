@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "autograd/error.h"
 #include "data/corpus.h"
 #include "data/data_source.h"
 #include "data/sampler.h"

@@ -3,7 +3,6 @@
 
 #include <cmath>
 
-#include "autograd/error.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/shape.h"
 #include "autograd/tape.h"

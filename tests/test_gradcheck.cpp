@@ -2,7 +2,6 @@
 #include <catch2/catch.hpp>
 
 #include "autograd/ops/elementwise.h"
-#include "autograd/ops/reduce.h"
 #include "autograd/tape.h"
 #include "test_helpers.h"
 

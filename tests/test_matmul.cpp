@@ -1,9 +1,7 @@
 // matmul: values against a naive product, transposed views, batches, gradchecks.
 #include <catch2/catch.hpp>
 
-#include "autograd/error.h"
 #include "autograd/ops/matmul.h"
-#include "autograd/ops/reduce.h"
 #include "autograd/ops/shape.h"
 #include "test_helpers.h"
 

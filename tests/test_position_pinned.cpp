@@ -1,4 +1,4 @@
-// Pinned values: T5 buckets (docs/position-schemes.md §2 and derived), Shaw's index matrix, rel_shift.
+// Pinned values: T5 buckets (docs/position-schemes.md §2), Shaw's index matrix, rel_shift.
 #include <catch2/catch.hpp>
 
 #include <set>

@@ -1,7 +1,6 @@
 // Reductions and shape ops: values and gradchecks.
 #include <catch2/catch.hpp>
 
-#include "autograd/error.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/ops/shape.h"

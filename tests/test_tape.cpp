@@ -5,7 +5,6 @@
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/matmul.h"
 #include "autograd/ops/reduce.h"
-#include "autograd/ops/shape.h"
 #include "autograd/tape.h"
 #include "test_helpers.h"
 

@@ -4,7 +4,6 @@
 #include <filesystem>
 #include <fstream>
 
-#include "autograd/error.h"
 #include "tests/test_files.h"
 #include "train/checkpoint.h"
 #include "train/config.h"

@@ -4,7 +4,7 @@ set -euo pipefail
 
 packages=(
   cmake g++ make pkg-config
-  libopenblas-openmp-dev   # BLAS, OpenMP build (see docs/design.md)
+  libopenblas-openmp-dev   # BLAS, OpenMP build (its threads are our OpenMP threads)
   libyaml-cpp-dev          # configs
   libhdf5-dev              # checkpoints
   catch2                   # tests (Catch2 v2)
@@ -12,6 +12,7 @@ packages=(
   nlohmann-json3-dev       # metrics and fixtures
   libfmt-dev               # formatting
   python3-matplotlib       # figures (tools/plot.py; relpos runs without it)
+  clang-format             # the formatting check (tools/check-format.sh)
 )
 
 missing=()

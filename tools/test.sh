@@ -1,7 +1,16 @@
 #!/usr/bin/env bash
-# The test command: installs missing packages, builds, and runs every test with ctest.
+# The test command: installs missing packages, builds everything (tools/build.sh),
+# checks the C++ formatting (tools/check-format.sh) and runs every test with ctest.
+# Extra arguments go to the CMake configure step. Exits non-zero if the formatting
+# check or any test fails; both always run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/build.sh "$@"
-cd build
-ctest --output-on-failure -j"$(nproc)"
+format=0
+tools/check-format.sh || format=1
+tests=0
+(cd build && ctest --output-on-failure -j"$(nproc)") || tests=1
+if [ "$format" -ne 0 ]; then
+  echo "relpos: the formatting check failed (files listed above)" >&2
+fi
+exit $((format | tests))

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -84,11 +85,24 @@ class ConfigBuilder {
     if (!set_keys_.contains("model.vocab") && !config_.model.causal) {
       config_.model.vocab = kMaskedVocabSize;
     }
+    clamp_warmup_to_steps();
     validate(config_);
     return config_;
   }
 
  private:
+  // A warmup longer than the run (a short trial of a long config) becomes the whole run.
+  void clamp_warmup_to_steps() {
+    std::int64_t& warmup = config_.schedule.warmup_steps;
+    const std::int64_t steps = config_.train.steps;
+    if (steps < 1 || warmup <= steps) return;  // train.steps < 1 is refused by validate()
+    std::cerr << fmt::format(
+        "relpos: note: schedule.warmup_steps={} is more than train.steps={}; warming up over "
+        "all {} steps\n",
+        warmup, steps, steps);
+    warmup = steps;
+  }
+
   void apply_section(const YAML::Node& map, const std::string& prefix, const ConfigSource& source) {
     for (const auto& entry : map) {
       const YAML::Node& key = entry.first;

@@ -12,6 +12,7 @@
 #include "autograd/threads.h"
 #include "optim/adam.h"
 #include "optim/clip.h"
+#include "optim/schedule.h"
 #include "optim/sgd.h"
 #include "train/evaluate.h"
 #include "train/atomic_file.h"

@@ -8,7 +8,6 @@
 #include "data/data_source.h"
 #include "layers/transformer.h"
 #include "optim/optimizer.h"
-#include "optim/schedule.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
 

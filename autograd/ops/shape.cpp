@@ -34,15 +34,6 @@ Shape infer_shape(const Tensor& x, Shape shape) {
 
 }  // namespace
 
-Tensor contiguous(const Tensor& x) {
-  if (x.is_contiguous()) return x;
-  Tensor out = x.clone();
-  if (Tape::should_record({&x}))
-    Tape::current().record("contiguous", {x}, out,
-                           [](const Tensor& g) { return std::vector<Tensor>{g}; });
-  return out;
-}
-
 Tensor reshape(const Tensor& x, const Shape& requested) {
   Shape shape = infer_shape(x, requested);
   Tensor base = x.contiguous();

@@ -19,7 +19,5 @@ Tensor concat(const std::vector<Tensor>& xs, std::int64_t axis);
 Tensor expand(const Tensor& x, const Shape& shape);
 Tensor unsqueeze(const Tensor& x, std::int64_t axis);
 Tensor squeeze(const Tensor& x, std::int64_t axis);
-// A differentiable contiguous copy (identity gradient).
-Tensor contiguous(const Tensor& x);
 
 }  // namespace relpos

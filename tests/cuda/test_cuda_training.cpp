@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "autograd/error.h"
 #include "tests/test_files.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
