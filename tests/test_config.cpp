@@ -89,7 +89,7 @@ void require_same(const RunConfig& a, const RunConfig& b) {
 }
 
 // require_same compares this many keys; a new key must be added there too.
-constexpr std::size_t kComparedKeys = 56;
+constexpr std::size_t kComparedKeys = 58;
 
 // Every key set to a value other than its default (and valid together).
 const char* const kEveryKeyYaml = R"(model:
