@@ -66,7 +66,7 @@ TEST_CASE("runs: a second run into a locked out_dir is refused, naming the holde
   REQUIRE_FALSE(fs::exists(dir.path() / "run" / "metrics.jsonl"));
 }
 
-TEST_CASE("runs: a new run into a used out_dir is refused; --overwrite moves the old run aside",
+TEST_CASE("runs: a new run into a used out_dir is refused and --overwrite moves the old run aside",
           "[runs][cli]") {
   TempDir box("runs_fresh");
   box.write("tiny.yaml", kTiny);
@@ -96,7 +96,7 @@ TEST_CASE("runs: a new run into a used out_dir is refused; --overwrite moves the
 }
 
 TEST_CASE(
-    "runs: a resume records changed settings and keeps each config; dropout and attention "
+    "runs: a resume records changed settings and keeps each config, dropout and attention "
     "may change",
     "[runs][cli]") {
   TempDir box("runs_changes");

@@ -44,7 +44,7 @@ int one_line_count(const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("stop: SIGINT and SIGTERM save, write the summary, exit 130/143; resume is exact",
+TEST_CASE("stop: SIGINT and SIGTERM save, write the summary, exit 130/143, resume is exact",
           "[stop][cli]") {
   TempDir box("stop_signal");
   box.write("tiny.yaml", kTiny);
@@ -84,8 +84,8 @@ TEST_CASE("stop: a second signal ends the run at once", "[stop][cli]") {
   TempDir box("stop_twice");
   // Steps of a fraction of a second: both signals arrive within one step.
   box.write("big.yaml",
-            "model: {d_model: 256, n_layers: 4, n_heads: 4, d_ff: 1024}\n"
-            "data: {seq_len: 256, batch_size: 16}\n"
+            "model: {d_model: 128, n_layers: 2, n_heads: 4, d_ff: 512}\n"
+            "data: {seq_len: 256, batch_size: 8}\n"
             "train: {steps: 1000, log_every: 1, eval_every: 1000, eval_batches: 1, threads: 1}\n"
             "schedule: {warmup_steps: 1}\n");
   const pid_t pid =
@@ -100,7 +100,7 @@ TEST_CASE("stop: a second signal ends the run at once", "[stop][cli]") {
   REQUIRE_FALSE(fs::exists(box.path() / "run" / "summary.json"));
 }
 
-TEST_CASE("stop: relpos ablate stops the sweep with the signal's code; a rerun resumes",
+TEST_CASE("stop: relpos ablate stops the sweep with the signal code and a rerun resumes",
           "[stop][ablation][cli]") {
   TempDir box("stop_ablate");
   box.write("tiny.yaml", kTiny);
