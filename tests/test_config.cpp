@@ -79,6 +79,8 @@ void require_same(const RunConfig& a, const RunConfig& b) {
   CHECK(a.train.eval_batches == b.train.eval_batches);
   CHECK(a.train.checkpoint_every == b.train.checkpoint_every);
   CHECK(a.train.keep_checkpoints == b.train.keep_checkpoints);
+  CHECK(a.train.on_divergence == b.train.on_divergence);
+  CHECK(a.train.max_rollbacks == b.train.max_rollbacks);
   CHECK(a.train.seed == b.train.seed);
   CHECK(a.train.threads == b.train.threads);
   CHECK(a.train.device == b.train.device);
@@ -87,7 +89,7 @@ void require_same(const RunConfig& a, const RunConfig& b) {
 }
 
 // require_same compares this many keys; a new key must be added there too.
-constexpr std::size_t kComparedKeys = 56;
+constexpr std::size_t kComparedKeys = 58;
 
 // Every key set to a value other than its default (and valid together).
 const char* const kEveryKeyYaml = R"(model:
@@ -148,6 +150,8 @@ train:
   eval_batches: 2
   checkpoint_every: 13
   keep_checkpoints: 0
+  on_divergence: rollback
+  max_rollbacks: 5
   seed: 18446744073709551615
   threads: 2
   device: cuda
@@ -183,8 +187,8 @@ RunConfig every_key_expected() {
   c.data.task = {20, 3, 4};
   c.optim = {"sgd", 3e-4, 0.8, 0.95, 1e-6, 0.5, 0.9, true, 0.0, 4};
   c.schedule = {"warmup_linear", 7, 1e-5};
-  c.train = {
-      77, 3, 11, 2, 13, 0, std::numeric_limits<std::uint64_t>::max(), 2, "cuda", "runs/every key"};
+  c.train = {77, 3, 11, 2, 13, 0, "rollback", 5, std::numeric_limits<std::uint64_t>::max(), 2,
+             "cuda", "runs/every key"};
   c.eval.lengths = {64, 128, 512};
   return c;
 }
@@ -523,6 +527,7 @@ TEST_CASE("config: validation errors name the keys and values", "[config]") {
       {{"train.log_every=0"}, {"train.log_every must be >= 1, got 0"}},
       {{"train.eval_batches=0"}, {"train.eval_batches must be >= 1, got 0"}},
       {{"train.keep_checkpoints=-1"}, {"train.keep_checkpoints must be >= 0, got -1"}},
+      {{"train.max_rollbacks=-1"}, {"train.max_rollbacks must be >= 0, got -1"}},
       {{"train.threads=-2"}, {"train.threads must be >= 0, got -2"}},
       {{"train.out_dir=''"}, {"train.out_dir must not be empty"}},
       {{"eval.lengths=[512, 1]"}, {"eval.lengths[1] must be >= 2, got 1"}},

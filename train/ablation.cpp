@@ -8,20 +8,19 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <numbers>
 #include <optional>
 #include <ostream>
 #include <set>
 #include <sstream>
 
-#include <nlohmann/json.hpp>
-
 #include "autograd/error.h"
+#include "train/atomic_file.h"
 #include "train/checkpoint.h"
 #include "train/config_schema.h"
 #include "train/config_value.h"
 #include "train/evaluate.h"
-#include "train/atomic_file.h"
 #include "train/metrics.h"
 #include "train/run_summary.h"
 #include "train/trainer.h"
@@ -232,14 +231,13 @@ VariantResult train_variant(const std::string& name, const RunConfig& config, st
     restore_run(run, load_checkpoint(*checkpoint), *checkpoint);
     log << fmt::format("resume {} from step {} ({})\n", name, run.step, checkpoint->string());
   } else {
-    // Lines of an attempt that never reached its first checkpoint: all redone below.
-    fs::remove(dir / "metrics.jsonl");
     log << fmt::format("train {} in {}\n", name, dir.string());
   }
   log << std::flush;
   const std::int64_t resumed_at = run.step;
-  const TrainSummary summary = train(run);
-  write_summary(dir, summary);
+  // An attempt that never reached its first checkpoint is moved aside and redone; a stop
+  // (StopRequested) ends the sweep, and rerunning it resumes here.
+  const TrainSummary summary = train(run, RunStart::overwrite);
   log << format_summary(summary);
   return training_result(name, config, summary, resumed_at);
 }
@@ -343,7 +341,8 @@ VariantResult run_variant(const AblationSweep& sweep, const std::string& name,
       sweep.eval_batches > 0 ? sweep.eval_batches : config.train.eval_batches;
   const std::optional<VariantResult> previous = read_result(dir / "ablation.json");
   VariantResult result;
-  if (const auto summary = read_summary(dir)) {
+  // A summary of fewer steps is that of a stopped run: it is resumed.
+  if (const auto summary = read_summary(dir); summary && summary->steps >= config.train.steps) {
     log << fmt::format("skip {}: finished\n", name);
     if (previous && evaluated_with(*previous, lengths, batches)) return *previous;
     result = previous ? *previous : training_result(name, config, *summary, 0);

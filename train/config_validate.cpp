@@ -94,6 +94,7 @@ void validate_training(const TrainingConfig& t, const EvalConfig& e) {
   require_at_least(t.eval_batches, 1, "train.eval_batches");
   require_at_least(t.checkpoint_every, 1, "train.checkpoint_every");
   require_at_least(t.keep_checkpoints, 0, "train.keep_checkpoints");
+  require_at_least(t.max_rollbacks, 0, "train.max_rollbacks");
   require_at_least(t.threads, 0, "train.threads");
   require(!t.out_dir.empty(), "train.out_dir must not be empty");
   for (std::size_t i = 0; i < e.lengths.size(); ++i) {

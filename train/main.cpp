@@ -1,12 +1,13 @@
 // The relpos executable: subcommands for training, evaluation, sampling,
 // ablations and inspection. Errors become one line on stderr: exit 2 for bad
-// input, 1 for internal failures.
+// input, 1 for internal failures; a run stopped by SIGINT/SIGTERM exits 130/143.
 #include <CLI/CLI.hpp>
 #include <iostream>
 
 #include "autograd/blas_kernel.h"
 #include "autograd/error.h"
 #include "train/commands/commands.h"
+#include "train/stop_signal.h"
 
 int main(int argc, char** argv) {
   relpos::use_best_blas_kernel(argv);
@@ -21,9 +22,13 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);  // --help
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success))
+      return app.exit(e);  // --help
     std::cerr << "relpos: error: " << e.what() << " (see --help)\n";
     return 2;
+  } catch (const relpos::StopRequested& e) {  // SIGINT or SIGTERM: saved, then stopped
+    std::cerr << "relpos: " << e.what() << "\n";
+    return e.exit_code();
   } catch (const relpos::UsageError& e) {
     std::cerr << "relpos: error: " << e.what() << "\n";
     return 2;

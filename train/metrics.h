@@ -1,27 +1,35 @@
 #pragma once
-// Run output: metrics.jsonl (one JSON object per line, flushed as written), a
-// live progress bar on a TTY or plain periodic lines otherwise, and memory figures.
+// Run output: metrics.jsonl (one JSON object per line, each written by one write
+// call), a live progress bar on a TTY or plain periodic lines otherwise, and memory figures.
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace relpos {
 
+// Every record has an integer "step"; events (config changes, rollbacks) also
+// have an "event" key and are written when a run (re)starts from that step.
 class MetricsLog {
  public:
-  // Appends to <dir>/metrics.jsonl (created if missing).
-  explicit MetricsLog(const std::filesystem::path& dir);
+  // Opens <dir>/metrics.jsonl (created if missing) and truncates it back to the
+  // run's starting step (truncate_after(step, false)).
+  MetricsLog(const std::filesystem::path& dir, std::int64_t step);
   ~MetricsLog();
   MetricsLog(const MetricsLog&) = delete;
   MetricsLog& operator=(const MetricsLog&) = delete;
+  // Appends one line with a single write(2); a failed or short write is cut off
+  // again, so the file never ends in part of a record.
   void write(const nlohmann::json& record);
+  // Cuts the file before its first line that is incomplete, not a JSON object with
+  // an integer "step", or after `step`: a record of a later step, or (unless
+  // keep_events_at_step) an event at `step`, which the restarted run writes again.
+  void truncate_after(std::int64_t step, bool keep_events_at_step);
 
  private:
   std::filesystem::path path_;
-  std::FILE* file_ = nullptr;
+  int fd_ = -1;
 };
 
 class Progress {

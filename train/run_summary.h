@@ -1,6 +1,7 @@
 #pragma once
-// The end-of-run summary: printed, and saved as <out_dir>/summary.json (the
-// marker that a run finished, used by the ablation runner).
+// The end-of-run summary: printed, and saved as <out_dir>/summary.json by train()
+// when a run finishes or stops on a signal (the ablation runner treats a summary
+// whose steps reach train.steps as the marker that a run finished).
 #include <filesystem>
 #include <optional>
 #include <string>

@@ -1,8 +1,10 @@
 #include "train/trainer.h"
 
-#include <cmath>
-#include <limits>
 #include <fmt/format.h>
+
+#include <cmath>
+#include <iostream>
+#include <limits>
 
 #include "autograd/allocator.h"
 #include "autograd/error.h"
@@ -14,35 +16,32 @@
 #include "optim/clip.h"
 #include "optim/schedule.h"
 #include "optim/sgd.h"
-#include "train/evaluate.h"
 #include "train/atomic_file.h"
+#include "train/config_schema.h"
+#include "train/config_value.h"
 #include "train/device_placement.h"
+#include "train/divergence.h"
+#include "train/evaluate.h"
 #include "train/metrics.h"
+#include "train/run_summary.h"
+#include "train/stop_signal.h"
 
 namespace relpos {
 namespace {
 
 constexpr const char* kSamplerKey = "data_sampler";
+constexpr const char* kLrHalvingsKey = "lr_halvings";  // a /state word; absent when 0
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& o,
                                           std::vector<NamedParameter> parameters) {
-  if (o.name == "sgd") return std::make_unique<Sgd>(std::move(parameters),
-                                                    SgdOptions{o.momentum, o.nesterov, o.weight_decay});
+  if (o.name == "sgd")
+    return std::make_unique<Sgd>(std::move(parameters),
+                                 SgdOptions{o.momentum, o.nesterov, o.weight_decay});
   const AdamOptions adam{o.beta1, o.beta2, o.eps, o.weight_decay};
   if (o.name == "adam") return std::make_unique<Adam>(std::move(parameters), adam);
   require(o.name == "adamw", "optim.name: unknown optimizer '{}' (expected sgd, adam or adamw)",
           o.name);
   return std::make_unique<AdamW>(std::move(parameters), adam);
-}
-
-void prepare_out_dir(const std::filesystem::path& dir) {
-  std::error_code error;
-  std::filesystem::create_directories(dir / "checkpoints", error);
-  require(!error, "train.out_dir '{}': cannot create it: {}", dir.string(), error.message());
-  // Probe that the directory is writable before training starts.
-  const auto probe = dir / ".write_test";
-  write_file_atomic(probe, "");
-  std::filesystem::remove(probe);
 }
 
 std::map<std::string, Tensor> parameter_map(const TransformerLM& model) {
@@ -84,23 +83,48 @@ RunState build_run(const RunConfig& config) {
   return run;
 }
 
-void restore_run(RunState& run, const Checkpoint& ckpt, const std::filesystem::path& source) {
-  // The architecture must not change on resume; everything else (steps, lr, ...) may.
-  const RunConfig saved = config_from_yaml(ckpt.config_yaml, source.string() + " (saved config)");
-  const std::string saved_model = to_yaml(RunConfig{saved.model, {}, {}, {}, {}, {}});
-  const std::string current_model = to_yaml(RunConfig{run.config.model, {}, {}, {}, {}, {}});
-  require(saved_model == current_model,
-          "checkpoint {}: its model section differs from the config (a resume cannot change the "
-          "architecture); compare with `relpos inspect {}`",
-          source.string(), source.string());
+namespace {
+
+// A resume may change anything but the model's shape and parameters.
+bool is_architecture_key(const std::string& path) {
+  return path.starts_with("model.") && path != "model.dropout" && path != "model.attention";
+}
+
+// Parameters, optimizer state, data stream and counters of a checkpoint.
+void load_training_state(RunState& run, const Checkpoint& ckpt,
+                         const std::filesystem::path& source) {
   load_parameters(*run.model, ckpt, source);
   run.optimizer->load_state(ckpt.optim);
   auto sampler = ckpt.rng_states.find(kSamplerKey);
   require(sampler != ckpt.rng_states.end(), "checkpoint {}: no '{}' state", source.string(),
           kSamplerKey);
   run.data->set_sampler_state(SamplerState::from_words(sampler->second));
+  const auto halvings = ckpt.rng_states.find(kLrHalvingsKey);
+  require(halvings == ckpt.rng_states.end() || halvings->second.size() == 1,
+          "checkpoint {}: '{}' must hold one word", source.string(), kLrHalvingsKey);
+  run.lr_halvings =
+      halvings == ckpt.rng_states.end() ? 0 : static_cast<std::int64_t>(halvings->second[0]);
   run.step = ckpt.step;
   run.tokens_seen = ckpt.tokens_seen;
+}
+
+}  // namespace
+
+void restore_run(RunState& run, const Checkpoint& ckpt, const std::filesystem::path& source) {
+  const RunConfig saved = config_from_yaml(ckpt.config_yaml, source.string() + " (saved config)");
+  run.config_changes.clear();
+  for (const ConfigKey& key : config_schema()) {
+    const std::string before = config_value_text(key, saved);
+    const std::string after = config_value_text(key, run.config);
+    if (before == after) continue;
+    require(!is_architecture_key(key.path),
+            "checkpoint {}: a resume cannot change the architecture, but {} was {} and is now {}; "
+            "compare with `relpos inspect {}`",
+            source.string(), key.path, before, after, source.string());
+    run.config_changes.push_back({key.path, before, after});
+  }
+  load_training_state(run, ckpt, source);
+  run.resumed_from = source;
 }
 
 RunState load_run_for_inference(const std::filesystem::path& path, const std::string& data_source) {
@@ -123,6 +147,8 @@ Checkpoint snapshot(const RunState& run) {
   c.tokens_seen = run.tokens_seen;
   c.config_yaml = to_yaml(run.config);
   c.rng_states[kSamplerKey] = run.data->sampler_state().to_words();
+  if (run.lr_halvings > 0)
+    c.rng_states[kLrHalvingsKey] = {static_cast<std::uint64_t>(run.lr_halvings)};
   return c;
 }
 
@@ -136,18 +162,59 @@ std::filesystem::path resolve_checkpoint(const std::filesystem::path& path) {
   fail("--resume: no checkpoint (ckpt_<step>.h5) found in '{}'", path.string());
 }
 
-TrainSummary train(RunState& run) {
+namespace {
+
+// The global L2 norm of the gradients, which are clipped to max_norm when max_norm > 0.
+double gradient_norm(const std::vector<NamedParameter>& parameters, double max_norm) {
+  // With a bound no norm reaches, clip_grad_norm only measures.
+  return clip_grad_norm(parameters, max_norm > 0 ? max_norm : std::numeric_limits<double>::max());
+}
+
+// A config_change event in metrics.jsonl and one line on stderr.
+void record_config_changes(const RunState& run, MetricsLog& metrics) {
+  if (run.config_changes.empty()) return;
+  nlohmann::json changes = nlohmann::json::object();
+  std::string listed;
+  for (const ConfigChange& change : run.config_changes) {
+    changes[change.key] = nlohmann::json::array({change.before, change.after});
+    listed += fmt::format("{}{} {} -> {}", listed.empty() ? "" : ", ", change.key, change.before,
+                          change.after);
+  }
+  metrics.write({{"event", "config_change"}, {"step", run.step}, {"changes", changes}});
+  std::cerr << fmt::format(
+      "relpos: resuming at step {} with changed settings: {} (recorded in metrics.jsonl and "
+      "config.{}.yaml)\n",
+      run.step, listed, run.step);
+}
+
+std::string last_good_text(const std::optional<std::filesystem::path>& last_good,
+                           const std::filesystem::path& checkpoints) {
+  return last_good ? fmt::format("The last good checkpoint is {}", last_good->string())
+                   : fmt::format("No good checkpoint of this run exists yet (in {})",
+                                 checkpoints.string());
+}
+
+}  // namespace
+
+TrainSummary train(RunState& run, RunStart start) {
   const RunConfig& c = run.config;
-  const std::filesystem::path out(c.train.out_dir);
-  prepare_out_dir(out);
+  const RunFolder folder(c.train.out_dir, run.resumed_from.empty() ? start : RunStart::resume);
+  const std::filesystem::path out = folder.path(), checkpoints = out / "checkpoints";
+  if (!folder.moved_aside().empty())
+    std::cerr << fmt::format("relpos: moved the earlier contents of {} to {}\n", out.string(),
+                             folder.moved_aside().string());
+  std::error_code ignored;
+  std::filesystem::remove(out / "summary.json", ignored);  // written again when this run ends
   write_file_atomic(out / "config.yaml", to_yaml(c));
-  MetricsLog metrics(out);
+  write_file_atomic(out / fmt::format("config.{}.yaml", run.step), to_yaml(c));
+  MetricsLog metrics(out, run.step);
+  record_config_changes(run, metrics);
   const LrSchedule schedule = make_schedule(
       c.schedule.name, {c.optim.lr, c.schedule.min_lr, c.schedule.warmup_steps, c.train.steps});
   TransformerLM& model = *run.model;
   model.set_training(true);
   const std::vector<std::int64_t> train_length{c.data.seq_len};
-  const auto start = std::chrono::steady_clock::now();
+  const auto start_time = std::chrono::steady_clock::now();
   Progress progress(run.step, c.train.steps);
   TrainSummary summary;
   summary.parameters = model.parameter_count();
@@ -155,18 +222,72 @@ TrainSummary train(RunState& run) {
   progress.message(fmt::format("relpos: {} parameters on {}, {}, {} steps from step {}, out_dir {}",
                                summary.parameters, name_of(run.device), run.data->describe(),
                                c.train.steps, run.step, out.string()));
+  const StopSignals signals;
+  std::optional<std::filesystem::path> last_good;  // a checkpoint known to be finite
+  if (!run.resumed_from.empty()) last_good = run.resumed_from;
 
-  auto save = [&] {
-    save_checkpoint(checkpoint_path(out / "checkpoints", run.step), snapshot(run));
-    keep_last_checkpoints(out / "checkpoints", static_cast<int>(c.train.keep_checkpoints));
+  // Saves run.step unless a parameter or optimizer state is not finite; returns its name then.
+  auto save = [&]() -> std::optional<std::string> {
+    const Checkpoint state = snapshot(run);
+    std::optional<std::string> bad = first_non_finite(state.params);
+    if (!bad) bad = first_non_finite(state.optim);
+    if (bad) return bad;
+    const std::filesystem::path path = checkpoint_path(checkpoints, run.step);
+    save_checkpoint(path, state);
+    keep_last_checkpoints(checkpoints, static_cast<int>(c.train.keep_checkpoints));
+    last_good = path;
+    return std::nullopt;
   };
-  auto run_eval = [&] {
+  auto run_eval = [&](bool record) {
     const EvalPoint p = evaluate(model, *run.data, train_length, c.train.eval_batches).front();
-    metrics.write({{"step", run.step}, {"val_loss", p.loss}, {"val_bpb", p.bits_per_byte},
-                   {"val_ppl", p.perplexity}});
+    if (record)
+      metrics.write({{"step", run.step},
+                     {"val_loss", p.loss},
+                     {"val_bpb", p.bits_per_byte},
+                     {"val_ppl", p.perplexity}});
     progress.message(fmt::format("step {}: val loss {:.4f} ({:.3f} bits/byte)", run.step, p.loss,
                                  p.bits_per_byte));
     summary.final_val_loss = p.loss;
+  };
+  // Stops the run, or (train.on_divergence=rollback) reloads the last good checkpoint with
+  // half the learning rate. `step` counts from 1, as metrics and checkpoints do.
+  auto diverged = [&](std::int64_t step, const std::string& what) {
+    const bool rollback = c.train.on_divergence == "rollback";
+    if (!rollback || !last_good || run.lr_halvings >= c.train.max_rollbacks)
+      fail("training diverged at step {}: {}{}; lower optim.lr or raise optim.grad_clip{}. {}",
+           step, what,
+           rollback ? fmt::format(" (after {} rollbacks, train.max_rollbacks={})", run.lr_halvings,
+                                  c.train.max_rollbacks)
+                    : "",
+           rollback ? "" : ", or set train.on_divergence=rollback",
+           last_good_text(last_good, checkpoints));
+    const std::int64_t halvings = run.lr_halvings + 1;
+    load_training_state(run, load_checkpoint(*last_good), *last_good);
+    run.lr_halvings = halvings;
+    const double scale = std::ldexp(1.0, -static_cast<int>(halvings));
+    metrics.truncate_after(run.step, true);
+    metrics.write({{"event", "rollback"},
+                   {"step", run.step},
+                   {"diverged_at", step},
+                   {"reason", what},
+                   {"lr_scale", scale},
+                   {"rollback", halvings},
+                   {"max_rollbacks", c.train.max_rollbacks}});
+    progress.message(fmt::format(
+        "relpos: training diverged at step {} ({}); rolled back to {} (step {}) with the learning "
+        "rate scaled by {} (rollback {} of {})",
+        step, what, last_good->string(), run.step, scale, halvings, c.train.max_rollbacks));
+  };
+  auto summarize = [&](double loss, std::int64_t tokens_at_start) {
+    summary.steps = run.step;
+    summary.final_train_loss = loss;
+    summary.wall_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_time).count();
+    summary.tokens_per_second = static_cast<double>(run.tokens_seen - tokens_at_start) /
+                                std::max(summary.wall_seconds, 1e-9);
+    summary.peak_rss_bytes = peak_rss_bytes();
+    summary.peak_tensor_bytes = allocator_for(run.device).stats().peak_bytes;
+    write_summary(out, summary);
   };
 
   auto window_start = std::chrono::steady_clock::now();
@@ -175,7 +296,7 @@ TrainSummary train(RunState& run) {
   const std::int64_t step_at_start = run.step;
   double loss_value = std::numeric_limits<double>::quiet_NaN();  // none trained yet
   while (run.step < c.train.steps) {
-    const double lr = schedule(run.step);
+    const double lr = schedule(run.step) * std::ldexp(1.0, -static_cast<int>(run.lr_halvings));
     run.optimizer->zero_grad();
     model.set_dropout_seed(mix64(c.train.seed, static_cast<std::uint64_t>(run.step) + 3));
     loss_value = 0.0;
@@ -189,42 +310,58 @@ TrainSummary train(RunState& run) {
       window_tokens += batch.inputs.numel();
       run.tokens_seen += batch.inputs.numel();
     }
-    const double grad_norm = c.optim.grad_clip > 0
-                                 ? clip_grad_norm(run.optimizer->parameters(), c.optim.grad_clip)
-                                 : 0.0;
-    if (!std::isfinite(loss_value) || !std::isfinite(grad_norm))
-      fail("training diverged at step {}: loss {} (gradient norm {}); lower optim.lr or raise "
-           "optim.grad_clip. The last good checkpoint in {} is intact",
-           run.step, loss_value, grad_norm, (out / "checkpoints").string());
+    const double grad_norm = gradient_norm(run.optimizer->parameters(), c.optim.grad_clip);
+    if (!std::isfinite(loss_value) || !std::isfinite(grad_norm)) {
+      diverged(run.step + 1, fmt::format("loss {}, gradient norm {}", loss_value, grad_norm));
+      continue;
+    }
     run.optimizer->step(lr);
+    if (const auto bad = first_non_finite(parameter_map(model))) {
+      diverged(run.step + 1,
+               fmt::format("the update made {} non-finite (loss {}, gradient norm {})", *bad,
+                           loss_value, grad_norm));
+      continue;
+    }
     ++run.step;
 
     if (run.step % c.train.log_every == 0 || run.step == c.train.steps) {
-      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                                           window_start).count();
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - window_start).count();
       const double tps = static_cast<double>(window_tokens) / std::max(seconds, 1e-9);
-      metrics.write({{"step", run.step}, {"loss", loss_value}, {"lr", lr},
-                     {"grad_norm", grad_norm}, {"tokens_per_s", tps},
+      metrics.write({{"step", run.step},
+                     {"loss", loss_value},
+                     {"lr", lr},
+                     {"grad_norm", grad_norm},
+                     {"tokens_per_s", tps},
                      {"tokens", run.tokens_seen}});
       progress.update(run.step, loss_value, lr, tps);
       window_start = std::chrono::steady_clock::now();
       window_tokens = 0;
     }
-    if (run.step % c.train.eval_every == 0 || run.step == c.train.steps) run_eval();
-    if (run.step % c.train.checkpoint_every == 0 || run.step == c.train.steps) save();
+    if (run.step % c.train.eval_every == 0 || run.step == c.train.steps) run_eval(true);
+    const int stop_signal = signals.requested();
+    if (stop_signal != 0 || run.step % c.train.checkpoint_every == 0 || run.step == c.train.steps) {
+      if (const auto bad = save()) {
+        diverged(run.step, fmt::format("{} is not finite, so it cannot be saved", *bad));
+        continue;
+      }
+    }
+    if (stop_signal != 0) {
+      progress.finish();
+      summarize(loss_value, tokens_at_start);
+      throw StopRequested(
+          stop_signal,
+          fmt::format(
+              "stopped by {} after step {} of {}: saved {} and {}; continue with --resume {}",
+              signal_name(stop_signal), run.step, c.train.steps, last_good->string(),
+              (out / "summary.json").string(), out.string()));
+    }
   }
   progress.finish();
-  // Resumed at or past the last step: nothing trained, but the summary still
-  // reports the model's validation loss.
-  if (run.step == step_at_start) run_eval();
-  summary.steps = run.step;
-  summary.final_train_loss = loss_value;
-  summary.wall_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  summary.tokens_per_second =
-      static_cast<double>(run.tokens_seen - tokens_at_start) / std::max(summary.wall_seconds, 1e-9);
-  summary.peak_rss_bytes = peak_rss_bytes();
-  summary.peak_tensor_bytes = allocator_for(run.device).stats().peak_bytes;
+  // Resumed at or past the last step: nothing trained, but the summary still reports the
+  // model's validation loss (metrics.jsonl already holds it).
+  if (run.step == step_at_start) run_eval(false);
+  summarize(loss_value, tokens_at_start);
   return summary;
 }
 

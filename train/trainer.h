@@ -10,6 +10,7 @@
 #include "optim/optimizer.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
+#include "train/run_folder.h"
 
 namespace relpos {
 
@@ -24,6 +25,12 @@ struct TrainSummary {
   std::int64_t parameters = 0;
 };
 
+// One setting a resume changed, as YAML text before and after.
+struct ConfigChange {
+  std::string key;  // e.g. "optim.lr"
+  std::string before, after;
+};
+
 // The model, optimizer and data of a run, built from a config (and restored
 // from a checkpoint when resuming). Shared by train, eval and sample.
 struct RunState {
@@ -34,6 +41,10 @@ struct RunState {
   std::unique_ptr<DataSource> data;
   std::int64_t step = 0;
   std::int64_t tokens_seen = 0;
+  // Rollbacks after divergence so far: the learning rate is scaled by 0.5^lr_halvings.
+  std::int64_t lr_halvings = 0;
+  std::filesystem::path resumed_from;        // the checkpoint restore_run loaded; empty if none
+  std::vector<ConfigChange> config_changes;  // settings that differ from resumed_from's
 };
 
 // Builds a fresh run state (model initialised from train.seed, then placed on
@@ -45,13 +56,19 @@ RunState build_run(const RunConfig& config);
 RunState load_run_for_inference(const std::filesystem::path& checkpoint,
                                 const std::string& data_source = "");
 // Restores parameters, optimizer state, data stream and counters from a
-// checkpoint, after checking that it matches the configured architecture.
+// checkpoint, after checking that it matches the configured architecture (every
+// model.* key but model.dropout and model.attention); records the other changed settings.
 void restore_run(RunState& run, const Checkpoint& checkpoint, const std::filesystem::path& source);
 Checkpoint snapshot(const RunState& run);
 
-// Trains from run.step to config.train.steps. Throws UsageError if the loss
-// becomes NaN or Inf (the last good checkpoint stays intact).
-TrainSummary train(RunState& run);
+// Trains from run.step to config.train.steps in train.out_dir, holding its lock
+// (RunFolder: RunStart::resume after restore_run, else `start`), and writes
+// summary.json. When the loss, the gradient norm, the parameters or (before a
+// save) the optimizer state turn NaN or Inf, it throws UsageError naming the step
+// and the last good checkpoint, or (train.on_divergence=rollback) reloads that
+// checkpoint and halves the learning rate. On SIGINT or SIGTERM it finishes the
+// step, saves, writes summary.json and throws StopRequested.
+TrainSummary train(RunState& run, RunStart start = RunStart::fresh);
 
 // Resolves --resume PATH: a checkpoint file, or a run directory (its latest checkpoint).
 std::filesystem::path resolve_checkpoint(const std::filesystem::path& path);

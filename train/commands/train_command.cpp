@@ -1,4 +1,5 @@
-// `relpos train CONFIG.yaml [more.yaml] [key.path=value ...] [--resume PATH] [--dump-config]`
+// `relpos train CONFIG.yaml [more.yaml] [key.path=value ...] [--resume PATH | --overwrite]
+// [--dump-config]`
 #include <fmt/format.h>
 
 #include <iostream>
@@ -15,6 +16,7 @@ namespace {
 struct TrainOptions {
   std::vector<std::string> arguments;  // config files and key.path=value overrides
   std::string resume;
+  bool overwrite = false;
   bool dump_config = false;
 };
 
@@ -23,6 +25,8 @@ void run(const TrainOptions& o) {
   for (const std::string& a : o.arguments)
     (a.find('=') != std::string::npos ? overrides : files).push_back(a);
   require(!files.empty(), "train: give at least one config file (e.g. configs/quickstart.yaml)");
+  require(o.resume.empty() || !o.overwrite,
+          "train: give --resume (continue the run) or --overwrite (start over), not both");
   const RunConfig config = load_config(files, overrides);
   if (o.dump_config) {
     std::cout << to_yaml(config);
@@ -35,8 +39,7 @@ void run(const TrainOptions& o) {
     restore_run(state, load_checkpoint(path), path);
     std::cout << "resumed from " << path.string() << " at step " << state.step << "\n";
   }
-  const TrainSummary summary = train(state);
-  write_summary(config.train.out_dir, summary);
+  const TrainSummary summary = train(state, o.overwrite ? RunStart::overwrite : RunStart::fresh);
   std::cout << format_summary(summary);
 }
 
@@ -50,6 +53,9 @@ void add_train_command(CLI::App& app) {
       ->required();
   cmd->add_option("--resume", options->resume,
                   "continue bit-exactly from a checkpoint file or a run directory");
+  cmd->add_flag("--overwrite", options->overwrite,
+                "start over in a train.out_dir that holds a run, moving its contents to "
+                "<out_dir>.old-<n>");
   cmd->add_flag("--dump-config", options->dump_config, "print the resolved config and exit");
   cmd->callback([options] { run(*options); });
 }
