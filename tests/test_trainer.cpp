@@ -1,10 +1,12 @@
 // The trainer: bit-exact resume, divergence handling and error paths.
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "autograd/error.h"
 #include "tests/test_files.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
