@@ -1,8 +1,10 @@
 #include "train/trainer.h"
 
-#include <cmath>
-#include <limits>
 #include <fmt/format.h>
+
+#include <cmath>
+#include <iostream>
+#include <limits>
 
 #include "autograd/allocator.h"
 #include "autograd/error.h"
@@ -13,9 +15,9 @@
 #include "optim/adam.h"
 #include "optim/clip.h"
 #include "optim/sgd.h"
-#include "train/evaluate.h"
 #include "train/atomic_file.h"
 #include "train/device_placement.h"
+#include "train/evaluate.h"
 #include "train/metrics.h"
 
 namespace relpos {
@@ -25,8 +27,9 @@ constexpr const char* kSamplerKey = "data_sampler";
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& o,
                                           std::vector<NamedParameter> parameters) {
-  if (o.name == "sgd") return std::make_unique<Sgd>(std::move(parameters),
-                                                    SgdOptions{o.momentum, o.nesterov, o.weight_decay});
+  if (o.name == "sgd")
+    return std::make_unique<Sgd>(std::move(parameters),
+                                 SgdOptions{o.momentum, o.nesterov, o.weight_decay});
   const AdamOptions adam{o.beta1, o.beta2, o.eps, o.weight_decay};
   if (o.name == "adam") return std::make_unique<Adam>(std::move(parameters), adam);
   require(o.name == "adamw", "optim.name: unknown optimizer '{}' (expected sgd, adam or adamw)",
@@ -47,6 +50,12 @@ void prepare_out_dir(const std::filesystem::path& dir) {
 std::map<std::string, Tensor> parameter_map(const TransformerLM& model) {
   std::map<std::string, Tensor> out;
   for (const NamedParameter& p : model.parameters()) out[p.name] = p.tensor;
+  return out;
+}
+
+std::map<std::string, Shape> parameter_shapes(const TransformerLM& model) {
+  std::map<std::string, Shape> out;
+  for (const NamedParameter& p : model.parameters()) out[p.name] = p.tensor.shape();
   return out;
 }
 
@@ -102,12 +111,25 @@ void restore_run(RunState& run, const Checkpoint& ckpt, const std::filesystem::p
   run.tokens_seen = ckpt.tokens_seen;
 }
 
+Checkpoint load_checkpoint_for(const RunState& run, const std::filesystem::path& path) {
+  return load_checkpoint(path, [&](const std::string&, const std::map<std::string, Shape>& shapes) {
+    check_shapes_match(parameter_shapes(*run.model), shapes, path.string());
+  });
+}
+
 RunState load_run_for_inference(const std::filesystem::path& path, const std::string& data_source) {
-  const Checkpoint ckpt = load_checkpoint(path);
-  RunConfig config = config_from_yaml(ckpt.config_yaml, path.string() + " (saved config)");
-  if (!data_source.empty()) config.data.source = data_source;
-  config.train.device = "cpu";  // a checkpoint from a GPU run is usable on any machine
-  RunState run = build_run(config);
+  RunState run;
+  // The model is built from the saved config, and the file's declared shapes are
+  // checked against it, before any of the file's tensors is allocated.
+  const auto build_saved_run = [&](const std::string& config_yaml,
+                                   const std::map<std::string, Shape>& shapes) {
+    RunConfig config = config_from_yaml(config_yaml, path.string() + " (saved config)");
+    if (!data_source.empty()) config.data.source = data_source;
+    config.train.device = "cpu";  // a checkpoint from a GPU run is usable on any machine
+    run = build_run(config);
+    check_shapes_match(parameter_shapes(*run.model), shapes, path.string());
+  };
+  const Checkpoint ckpt = load_checkpoint(path, build_saved_run);
   load_parameters(*run.model, ckpt, path);
   run.step = ckpt.step;
   run.tokens_seen = ckpt.tokens_seen;
@@ -130,7 +152,10 @@ std::filesystem::path resolve_checkpoint(const std::filesystem::path& path) {
   if (!std::filesystem::is_directory(path)) return path;
   for (const auto& dir : {path / "checkpoints", path}) {
     if (!std::filesystem::is_directory(dir)) continue;
-    if (auto latest = latest_checkpoint(dir)) return *latest;
+    if (!latest_checkpoint(dir)) continue;
+    const auto skipped = [](const std::string& line) { std::cerr << "relpos: " << line << "\n"; };
+    if (auto verified = latest_verified_checkpoint(dir, skipped)) return *verified;
+    fail("--resume: no checkpoint in '{}' verifies against its digest", dir.string());
   }
   fail("--resume: no checkpoint (ckpt_<step>.h5) found in '{}'", path.string());
 }
@@ -161,7 +186,9 @@ TrainSummary train(RunState& run) {
   };
   auto run_eval = [&] {
     const EvalPoint p = evaluate(model, *run.data, train_length, c.train.eval_batches).front();
-    metrics.write({{"step", run.step}, {"val_loss", p.loss}, {"val_bpb", p.bits_per_byte},
+    metrics.write({{"step", run.step},
+                   {"val_loss", p.loss},
+                   {"val_bpb", p.bits_per_byte},
                    {"val_ppl", p.perplexity}});
     progress.message(fmt::format("step {}: val loss {:.4f} ({:.3f} bits/byte)", run.step, p.loss,
                                  p.bits_per_byte));
@@ -192,18 +219,22 @@ TrainSummary train(RunState& run) {
                                  ? clip_grad_norm(run.optimizer->parameters(), c.optim.grad_clip)
                                  : 0.0;
     if (!std::isfinite(loss_value) || !std::isfinite(grad_norm))
-      fail("training diverged at step {}: loss {} (gradient norm {}); lower optim.lr or raise "
-           "optim.grad_clip. The last good checkpoint in {} is intact",
-           run.step, loss_value, grad_norm, (out / "checkpoints").string());
+      fail(
+          "training diverged at step {}: loss {} (gradient norm {}); lower optim.lr or raise "
+          "optim.grad_clip. The last good checkpoint in {} is intact",
+          run.step, loss_value, grad_norm, (out / "checkpoints").string());
     run.optimizer->step(lr);
     ++run.step;
 
     if (run.step % c.train.log_every == 0 || run.step == c.train.steps) {
-      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                                           window_start).count();
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - window_start).count();
       const double tps = static_cast<double>(window_tokens) / std::max(seconds, 1e-9);
-      metrics.write({{"step", run.step}, {"loss", loss_value}, {"lr", lr},
-                     {"grad_norm", grad_norm}, {"tokens_per_s", tps},
+      metrics.write({{"step", run.step},
+                     {"loss", loss_value},
+                     {"lr", lr},
+                     {"grad_norm", grad_norm},
+                     {"tokens_per_s", tps},
                      {"tokens", run.tokens_seen}});
       progress.update(run.step, loss_value, lr, tps);
       window_start = std::chrono::steady_clock::now();

@@ -48,13 +48,17 @@ RunState load_run_for_inference(const std::filesystem::path& checkpoint,
 // Restores parameters, optimizer state, data stream and counters from a
 // checkpoint, after checking that it matches the configured architecture.
 void restore_run(RunState& run, const Checkpoint& checkpoint, const std::filesystem::path& source);
+// Loads a checkpoint to restore into `run`: its declared parameter shapes are checked
+// against run's model before any of its tensors is allocated.
+Checkpoint load_checkpoint_for(const RunState& run, const std::filesystem::path& path);
 Checkpoint snapshot(const RunState& run);
 
 // Trains from run.step to config.train.steps. Throws UsageError if the loss
 // becomes NaN or Inf (the last good checkpoint stays intact).
 TrainSummary train(RunState& run);
 
-// Resolves --resume PATH: a checkpoint file, or a run directory (its latest checkpoint).
+// Resolves --resume PATH: a checkpoint file, or a run directory: its newest checkpoint
+// that verifies against its digest; each newer one skipped is one line on stderr.
 std::filesystem::path resolve_checkpoint(const std::filesystem::path& path);
 
 }  // namespace relpos
