@@ -53,6 +53,18 @@ std::map<std::string, Tensor> parameter_map(const TransformerLM& model) {
   return out;
 }
 
+// The architecture must not change on resume; everything else (steps, lr, ...) may.
+void check_same_architecture(const RunState& run, const std::string& saved_yaml,
+                             const std::filesystem::path& source) {
+  const RunConfig saved = config_from_yaml(saved_yaml, source.string() + " (saved config)");
+  const std::string saved_model = to_yaml(RunConfig{saved.model, {}, {}, {}, {}, {}});
+  const std::string current_model = to_yaml(RunConfig{run.config.model, {}, {}, {}, {}, {}});
+  require(saved_model == current_model,
+          "checkpoint {}: its model section differs from the config (a resume cannot change the "
+          "architecture); compare with `relpos inspect {}`",
+          source.string(), source.string());
+}
+
 std::map<std::string, Shape> parameter_shapes(const TransformerLM& model) {
   std::map<std::string, Shape> out;
   for (const NamedParameter& p : model.parameters()) out[p.name] = p.tensor.shape();
@@ -93,14 +105,7 @@ RunState build_run(const RunConfig& config) {
 }
 
 void restore_run(RunState& run, const Checkpoint& ckpt, const std::filesystem::path& source) {
-  // The architecture must not change on resume; everything else (steps, lr, ...) may.
-  const RunConfig saved = config_from_yaml(ckpt.config_yaml, source.string() + " (saved config)");
-  const std::string saved_model = to_yaml(RunConfig{saved.model, {}, {}, {}, {}, {}});
-  const std::string current_model = to_yaml(RunConfig{run.config.model, {}, {}, {}, {}, {}});
-  require(saved_model == current_model,
-          "checkpoint {}: its model section differs from the config (a resume cannot change the "
-          "architecture); compare with `relpos inspect {}`",
-          source.string(), source.string());
+  check_same_architecture(run, ckpt.config_yaml, source);
   load_parameters(*run.model, ckpt, source);
   run.optimizer->load_state(ckpt.optim);
   auto sampler = ckpt.rng_states.find(kSamplerKey);
@@ -112,9 +117,11 @@ void restore_run(RunState& run, const Checkpoint& ckpt, const std::filesystem::p
 }
 
 Checkpoint load_checkpoint_for(const RunState& run, const std::filesystem::path& path) {
-  return load_checkpoint(path, [&](const std::string&, const std::map<std::string, Shape>& shapes) {
-    check_shapes_match(parameter_shapes(*run.model), shapes, path.string());
-  });
+  return load_checkpoint(
+      path, [&](const std::string& config_yaml, const std::map<std::string, Shape>& shapes) {
+        check_same_architecture(run, config_yaml, path);
+        check_shapes_match(parameter_shapes(*run.model), shapes, path.string());
+      });
 }
 
 RunState load_run_for_inference(const std::filesystem::path& path, const std::string& data_source) {

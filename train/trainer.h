@@ -48,8 +48,8 @@ RunState load_run_for_inference(const std::filesystem::path& checkpoint,
 // Restores parameters, optimizer state, data stream and counters from a
 // checkpoint, after checking that it matches the configured architecture.
 void restore_run(RunState& run, const Checkpoint& checkpoint, const std::filesystem::path& source);
-// Loads a checkpoint to restore into `run`: its declared parameter shapes are checked
-// against run's model before any of its tensors is allocated.
+// Loads a checkpoint to restore into `run`: its saved architecture and declared
+// parameter shapes are checked against run's model before any tensor is allocated.
 Checkpoint load_checkpoint_for(const RunState& run, const std::filesystem::path& path);
 Checkpoint snapshot(const RunState& run);
 
