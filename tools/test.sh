@@ -5,3 +5,4 @@ cd "$(dirname "$0")/.."
 tools/build.sh "$@"
 cd build
 ctest --output-on-failure -j"$(nproc)"
+../tools/fuzz-smoke.sh  # libFuzzer smoke run, 60 s per target (SKIPPED without clang)
