@@ -1,10 +1,9 @@
 #include "train/trainer.h"
 
-#include <fmt/format.h>
-
 #include <cmath>
 #include <iostream>
 #include <limits>
+#include <fmt/format.h>
 
 #include "autograd/allocator.h"
 #include "autograd/error.h"
@@ -15,9 +14,9 @@
 #include "optim/adam.h"
 #include "optim/clip.h"
 #include "optim/sgd.h"
+#include "train/evaluate.h"
 #include "train/atomic_file.h"
 #include "train/device_placement.h"
-#include "train/evaluate.h"
 #include "train/metrics.h"
 
 namespace relpos {
@@ -27,9 +26,8 @@ constexpr const char* kSamplerKey = "data_sampler";
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& o,
                                           std::vector<NamedParameter> parameters) {
-  if (o.name == "sgd")
-    return std::make_unique<Sgd>(std::move(parameters),
-                                 SgdOptions{o.momentum, o.nesterov, o.weight_decay});
+  if (o.name == "sgd") return std::make_unique<Sgd>(std::move(parameters),
+                                                    SgdOptions{o.momentum, o.nesterov, o.weight_decay});
   const AdamOptions adam{o.beta1, o.beta2, o.eps, o.weight_decay};
   if (o.name == "adam") return std::make_unique<Adam>(std::move(parameters), adam);
   require(o.name == "adamw", "optim.name: unknown optimizer '{}' (expected sgd, adam or adamw)",
@@ -193,9 +191,7 @@ TrainSummary train(RunState& run) {
   };
   auto run_eval = [&] {
     const EvalPoint p = evaluate(model, *run.data, train_length, c.train.eval_batches).front();
-    metrics.write({{"step", run.step},
-                   {"val_loss", p.loss},
-                   {"val_bpb", p.bits_per_byte},
+    metrics.write({{"step", run.step}, {"val_loss", p.loss}, {"val_bpb", p.bits_per_byte},
                    {"val_ppl", p.perplexity}});
     progress.message(fmt::format("step {}: val loss {:.4f} ({:.3f} bits/byte)", run.step, p.loss,
                                  p.bits_per_byte));
@@ -226,22 +222,18 @@ TrainSummary train(RunState& run) {
                                  ? clip_grad_norm(run.optimizer->parameters(), c.optim.grad_clip)
                                  : 0.0;
     if (!std::isfinite(loss_value) || !std::isfinite(grad_norm))
-      fail(
-          "training diverged at step {}: loss {} (gradient norm {}); lower optim.lr or raise "
-          "optim.grad_clip. The last good checkpoint in {} is intact",
-          run.step, loss_value, grad_norm, (out / "checkpoints").string());
+      fail("training diverged at step {}: loss {} (gradient norm {}); lower optim.lr or raise "
+           "optim.grad_clip. The last good checkpoint in {} is intact",
+           run.step, loss_value, grad_norm, (out / "checkpoints").string());
     run.optimizer->step(lr);
     ++run.step;
 
     if (run.step % c.train.log_every == 0 || run.step == c.train.steps) {
-      const double seconds =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - window_start).count();
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                                           window_start).count();
       const double tps = static_cast<double>(window_tokens) / std::max(seconds, 1e-9);
-      metrics.write({{"step", run.step},
-                     {"loss", loss_value},
-                     {"lr", lr},
-                     {"grad_norm", grad_norm},
-                     {"tokens_per_s", tps},
+      metrics.write({{"step", run.step}, {"loss", loss_value}, {"lr", lr},
+                     {"grad_norm", grad_norm}, {"tokens_per_s", tps},
                      {"tokens", run.tokens_seen}});
       progress.update(run.step, loss_value, lr, tps);
       window_start = std::chrono::steady_clock::now();
