@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Fuzz smoke run: builds the libFuzzer harnesses of tests/fuzz with clang in
 # build-fuzz/ (ASan, -DRELPOS_FUZZ=ON) and runs each one for RELPOS_FUZZ_SECONDS
-# (default 60) on a scratch copy of its committed seed corpus. A crash, a leak or
-# an input slower than 10 s fails the run (a leak: config harness only) and leaves the input in build-fuzz/.
+# (default 60) on a scratch copy of its committed seed corpus. A crash, a leak
+# (config harness only) or an input slower than 10 s fails the run and leaves the
+# input in build-fuzz/.
 # Without clang++ it says SKIPPED and exits 0.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,7 +27,8 @@ for target in config checkpoint; do
   echo "fuzz-smoke: fuzz_$target for ${seconds}s"
   status=0
   OMP_NUM_THREADS=1 build-fuzz/tests/fuzz/fuzz_"$target" -max_total_time="$seconds" -timeout=10 \
-    -rss_limit_mb=2048 -detect_leaks="${leak_check[$target]}" -print_final_stats=1 -artifact_prefix=build-fuzz/"$target"- "$corpus" \
+    -rss_limit_mb=2048 -detect_leaks="${leak_check[$target]}" -print_final_stats=1 \
+    -artifact_prefix=build-fuzz/"$target"- "$corpus" \
     2>build-fuzz/fuzz_"$target".log || status=$?
   rm -rf "$corpus"
   grep -E '^stat::(number_of_executed_units|peak_rss_mb)|cov: ' build-fuzz/fuzz_"$target".log |
