@@ -26,7 +26,8 @@ for target in config checkpoint; do
   cp tests/fuzz/corpus/"$target"/* "$corpus"/
   echo "fuzz-smoke: fuzz_$target for ${seconds}s"
   status=0
-  OMP_NUM_THREADS=1 build-fuzz/tests/fuzz/fuzz_"$target" -max_total_time="$seconds" -timeout=10 \
+  ASAN_OPTIONS=detect_leaks="${leak_check[$target]}" OMP_NUM_THREADS=1 \
+    build-fuzz/tests/fuzz/fuzz_"$target" -max_total_time="$seconds" -timeout=10 \
     -rss_limit_mb=2048 -detect_leaks="${leak_check[$target]}" -print_final_stats=1 \
     -artifact_prefix=build-fuzz/"$target"- "$corpus" \
     2>build-fuzz/fuzz_"$target".log || status=$?
