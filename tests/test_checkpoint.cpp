@@ -1,6 +1,8 @@
 // HDF5 checkpoints: bit-exact round trips, the on-disk layout, rotation, error
-// paths, atomic replacement, and readability from Python (h5py).
+// paths, atomic replacement, digests and corruption (also through the relpos
+// binary), and readability from Python (h5py).
 #include <H5Cpp.h>
+#include <sys/wait.h>
 
 #include <catch2/catch.hpp>
 #include <cstdio>
@@ -13,6 +15,7 @@
 #include "autograd/ops/shape.h"
 #include "tests/test_files.h"
 #include "train/checkpoint.h"
+#include "train/file_digest.h"
 
 using namespace relpos;
 namespace fs = std::filesystem;
@@ -59,10 +62,9 @@ Checkpoint sample_checkpoint() {
   c.params["blocks.0.attn.q.bias"] = f32_tensor({1.5f, -2.25f}, {2});
   c.params["blocks.1.mlp.fc.weight"] =
       Tensor::from_data(std::vector<double>{0.1, 1e-310, -1e300, 2.0 / 3.0}, {2, 1, 2}, DType::f64);
-  c.params["positions.t5.bucket_ids"] =
-      i64_tensor({std::numeric_limits<std::int64_t>::min(), -1, 0, 42,
-                  std::numeric_limits<std::int64_t>::max()},
-                 {5});
+  c.params["positions.t5.bucket_ids"] = i64_tensor({std::numeric_limits<std::int64_t>::min(), -1, 0,
+                                                    42, std::numeric_limits<std::int64_t>::max()},
+                                                   {5});
   c.params["final_norm.scale"] = Tensor::scalar(0.7f);
   c.params["blocks.1.mlp.fc.bias"] = Tensor::zeros({2, 0});
   c.params["head.weight"] =
@@ -77,6 +79,13 @@ Checkpoint sample_checkpoint() {
   c.rng_states["sampler"] = {7, 8};
   c.rng_states["unused"] = {};
   return c;
+}
+
+// Rewrites <file>.digest to match the file's current bytes: a change made on purpose
+// (or by a hostile writer) then reaches the HDF5 parser and the per-dataset digests.
+void redigest(const fs::path& file) {
+  const std::string bytes = slurp(file);
+  write_digest(file, bytes);
 }
 
 void require_same_checkpoint(const Checkpoint& actual, const Checkpoint& expected) {
@@ -140,15 +149,26 @@ TEST_CASE("checkpoint layout: nested groups, typed datasets, /state attributes",
   REQUIRE(step == 1234567890123);
   std::int64_t version = 0;
   state.openAttribute("format_version").read(H5::PredType::NATIVE_INT64, &version);
-  REQUIRE(version == 1);
+  REQUIRE(version == 2);
   const H5::Attribute rng = state.openAttribute("sampler");
   REQUIRE(rng.getSpace().getSimpleExtentNpoints() == 2);
   std::uint64_t sampler[2] = {0, 0};
   rng.read(H5::PredType::NATIVE_UINT64, sampler);
   REQUIRE(sampler[0] == 7);
   REQUIRE(sampler[1] == 8);
-  REQUIRE(state.attrExists("config"));
   REQUIRE(state.attrExists("tokens_seen"));
+
+  // Format 2: the config as UTF-8 bytes, a digest on every dataset, checksummed metadata.
+  const H5::DataSet config = h5.openDataSet("/config");
+  REQUIRE(config.getTypeClass() == H5T_INTEGER);
+  REQUIRE(config.getDataType().getSize() == 1);
+  REQUIRE(config.getSpace().getSimpleExtentNpoints() ==
+          static_cast<hssize_t>(sample_checkpoint().config_yaml.size()));
+  for (const char* name : {"/config", "/params/final_norm/scale", "/optim/final_norm/scale/step",
+                           "/params/blocks/1/mlp/fc/bias"})
+    REQUIRE(h5.openDataSet(name).attrExists("fnv1a64"));
+  REQUIRE(slurp(path)[8] == 2);  // superblock version 2: it and the object headers have checksums
+  REQUIRE(slurp(digest_path(path)).rfind("fnv1a64 ", 0) == 0);
 }
 
 TEST_CASE("checkpoint_path, latest_checkpoint and keep_last_checkpoints", "[checkpoint]") {
@@ -192,22 +212,37 @@ TEST_CASE("load_checkpoint rejects bad files with one clear line", "[checkpoint]
     REQUIRE_THROWS_WITH(load_checkpoint(dir.path() / "nope.h5"),
                         Catch::Contains("nope.h5") && Catch::Contains("no such file"));
   }
-  SECTION("a text file named .h5") {
+  SECTION("a text file named .h5, with a digest") {
     const fs::path text = dir.write("text.h5", "model:\n  d_model: 64\n");
+    redigest(text);
     REQUIRE_THROWS_WITH(load_checkpoint(text), Catch::Contains("text.h5: not an HDF5 file"));
   }
   SECTION("a checkpoint truncated to half its size") {
-    fs::resize_file(good, fs::file_size(good) / 2);
+    const auto size = fs::file_size(good);
+    fs::resize_file(good, size / 2);
+    REQUIRE_THROWS_WITH(
+        load_checkpoint(good),
+        Catch::Contains("good.h5: " + std::to_string(size / 2) +
+                        " bytes, but its digest file records " + std::to_string(size)));
+  }
+  SECTION("a checkpoint without its digest (an interrupted save or format 1) is not trusted") {
+    fs::remove(digest_path(good));
     REQUIRE_THROWS_WITH(load_checkpoint(good),
-                        Catch::Contains("good.h5") && Catch::Contains("truncated or corrupt") &&
-                            Catch::Contains("truncated file"));
+                        Catch::Contains("good.h5: no digest file " + good.string() + ".digest") &&
+                            Catch::Contains("not trusted"));
+  }
+  SECTION("a malformed digest file") {
+    dir.write("good.h5.digest", "fnv1a64 xyz 12\n");
+    REQUIRE_THROWS_WITH(load_checkpoint(good), Catch::Contains("good.h5.digest is malformed"));
   }
   SECTION("an HDF5 file without /state") {
     H5::H5File(good.string(), H5F_ACC_RDWR).unlink("state");
+    redigest(good);
     REQUIRE_THROWS_WITH(load_checkpoint(good), Catch::Contains("good.h5: no /state group"));
   }
   SECTION("a missing required attribute") {
     H5::H5File(good.string(), H5F_ACC_RDWR).openGroup("state").removeAttr("tokens_seen");
+    redigest(good);
     REQUIRE_THROWS_WITH(load_checkpoint(good),
                         Catch::Contains("good.h5: /state has no attribute 'tokens_seen'"));
   }
@@ -217,8 +252,15 @@ TEST_CASE("load_checkpoint rejects bad files with one clear line", "[checkpoint]
       const std::int64_t future = 99;
       state.openAttribute("format_version").write(H5::PredType::NATIVE_INT64, &future);
     }
+    redigest(good);
     REQUIRE_THROWS_WITH(load_checkpoint(good),
                         Catch::Contains("good.h5: format_version 99 is not supported"));
+  }
+  SECTION("a soft link, which could lead outside the tree") {
+    H5::H5File(good.string(), H5F_ACC_RDWR).link(H5L_TYPE_SOFT, "/params/head", "/params/alias");
+    redigest(good);
+    REQUIRE_THROWS_WITH(load_checkpoint(good),
+                        Catch::Contains("good.h5: /params/alias is a soft or external link"));
   }
 }
 
@@ -255,10 +297,10 @@ TEST_CASE("save_checkpoint failures keep what is on disk and leave no .tmp", "[c
     big.params["embedding.weight"] = Tensor::zeros({1024, 1024});  // 4 MiB
     {
       const FileSizeLimit limit(1 << 20);
-      REQUIRE_THROWS_WITH(save_checkpoint(path, big),
-                          Catch::Contains("cannot save checkpoint " + path.string()) &&
-                              Catch::Contains("cannot write " + path.string() +
-                                              ".tmp: File too large"));
+      REQUIRE_THROWS_WITH(
+          save_checkpoint(path, big),
+          Catch::Contains("cannot save checkpoint " + path.string()) &&
+              Catch::Contains("cannot write " + path.string() + ".tmp: File too large"));
     }
     require_previous_intact();
   }
@@ -274,9 +316,9 @@ TEST_CASE("save_checkpoint failures keep what is on disk and leave no .tmp", "[c
     bad.rng_states["step"] = {1};
     REQUIRE_THROWS_WITH(save_checkpoint(path, bad), Catch::Contains("'step' is empty or reserved"));
     bad = previous;
-    bad.format_version = 2;
+    bad.format_version = 1;
     REQUIRE_THROWS_WITH(save_checkpoint(path, bad),
-                        Catch::Contains("format_version 2 cannot be written"));
+                        Catch::Contains("format_version 1 cannot be written"));
     require_previous_intact();
   }
 }
@@ -345,4 +387,211 @@ TEST_CASE("optimizer-wide state without a parameter name round-trips as /optim/<
   REQUIRE(back.optim.size() == 2);
   REQUIRE(back.optim.at("step").item() == 7);
   REQUIRE(back.optim.at("embed.weight/exp_avg").to_vector() == std::vector<double>(4, 0.5));
+}
+
+namespace {
+
+struct CliResult {
+  int status = -1;  // exit code; 128 + N when killed by signal N (timeout kills with 9)
+  std::string err;
+};
+
+// Runs the relpos binary with a time limit; stdout is discarded.
+CliResult run_relpos(const fs::path& dir, const std::string& args, int seconds = 30) {
+  const fs::path err = dir / "stderr.txt";
+  const std::string command = "timeout -s KILL " + std::to_string(seconds) + " " + RELPOS_CLI +
+                              " " + args + " >/dev/null 2>" + err.string();
+  const int status = std::system(command.c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), slurp(err)};
+}
+
+void require_one_line_error(const CliResult& r, const std::string& needle) {
+  INFO("stderr: " << r.err);
+  REQUIRE(r.status == 2);
+  REQUIRE(r.err.rfind("relpos: error: ", 0) == 0);
+  REQUIRE(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  REQUIRE_THAT(r.err, Catch::Contains(needle));
+}
+
+// Where a contiguous dataset's bytes lie in the file.
+haddr_t data_offset(const fs::path& file, const std::string& dataset) {
+  const H5::H5File h5(file.string(), H5F_ACC_RDONLY);
+  return H5Dget_offset(h5.openDataSet(dataset).getId());
+}
+
+void flip_byte(const fs::path& file, std::uint64_t offset) {
+  std::fstream f(file, std::ios::binary | std::ios::in | std::ios::out);
+  f.seekg(static_cast<std::streamoff>(offset));
+  const char byte = static_cast<char>(f.get() ^ 0x55);
+  f.seekp(static_cast<std::streamoff>(offset));
+  f.put(byte);
+}
+
+const char* kTinyRun =
+    "model: {d_model: 8, n_layers: 1, n_heads: 2, d_ff: 16}\n"
+    "data: {seq_len: 8, batch_size: 2}\n"
+    "train: {steps: 4, eval_every: 2, eval_batches: 1, checkpoint_every: 2, log_every: 1}\n"
+    "schedule: {warmup_steps: 1}\n";
+
+}  // namespace
+
+TEST_CASE("cli: a flipped byte in tensor data is an error, never a silent load", "[checkpoint]") {
+  TempDir dir("checkpoint_flip");
+  const fs::path path = dir.path() / "ckpt.h5";
+  save_checkpoint(path, sample_checkpoint());
+  REQUIRE(run_relpos(dir.path(), "inspect " + path.string()).status == 0);
+  flip_byte(path, data_offset(path, "/params/blocks/0/attn/q/weight") + 5);
+
+  // The whole-file digest catches it before HDF5 reads anything...
+  require_one_line_error(run_relpos(dir.path(), "inspect " + path.string()),
+                         "ckpt.h5: its content digest fnv1a64");
+  // ... and with a digest file rewritten to match, the dataset's own digest does.
+  redigest(path);
+  require_one_line_error(run_relpos(dir.path(), "inspect " + path.string()),
+                         "dataset /params/blocks/0/attn/q/weight is corrupt");
+}
+
+TEST_CASE("cli: eval refuses a trained checkpoint with one flipped parameter byte",
+          "[checkpoint]") {
+  TempDir dir("checkpoint_eval_flip");
+  const fs::path config = dir.write("tiny.yaml", kTinyRun);
+  const fs::path run = dir.path() / "run";
+  REQUIRE(run_relpos(dir.path(), "train " + config.string() + " train.out_dir=" + run.string(), 120)
+              .status == 0);
+  const fs::path ckpt = checkpoint_path(run / "checkpoints", 4);
+  REQUIRE(run_relpos(dir.path(), "eval " + ckpt.string() + " --batches 1").status == 0);
+  flip_byte(ckpt, data_offset(ckpt, "/params/blocks/0/attn/q/weight") + 3);
+  require_one_line_error(run_relpos(dir.path(), "eval " + ckpt.string() + " --batches 1"),
+                         "differs from the recorded");
+  redigest(ckpt);
+  require_one_line_error(run_relpos(dir.path(), "eval " + ckpt.string() + " --batches 1"),
+                         "dataset /params/blocks/0/attn/q/weight is corrupt");
+}
+
+TEST_CASE("cli: one changed byte anywhere in a checkpoint never crashes or hangs the reader",
+          "[checkpoint]") {
+  TempDir dir("checkpoint_sweep");
+  const fs::path good = dir.path() / "good.h5";
+  save_checkpoint(good, sample_checkpoint());
+  const std::string bytes = slurp(good);
+  const std::uint64_t config_at = data_offset(good, "/config");
+  const std::uint64_t config_end = config_at + sample_checkpoint().config_yaml.size();
+  // Every byte of the superblock and of the config, and every 37th byte elsewhere. The
+  // digest file is rewritten each time, so that the change reaches the HDF5 parser.
+  std::vector<std::uint64_t> positions;
+  for (std::uint64_t at = 0; at < bytes.size(); ++at)
+    if (at < 48 || (at >= config_at && at < config_end) || at % 37 == 0) positions.push_back(at);
+  REQUIRE(positions.size() > 250);
+  const fs::path changed = dir.path() / "changed.h5";
+  int refused = 0;
+  for (const std::uint64_t at : positions) {
+    dir.write("changed.h5", bytes);
+    flip_byte(changed, at);
+    redigest(changed);
+    const CliResult r = run_relpos(dir.path(), "inspect " + changed.string(), 10);
+    INFO("byte " << at << " of " << bytes.size() << ": " << r.err);
+    REQUIRE((r.status == 0 || r.status == 2));
+    if (r.status == 2) {
+      REQUIRE(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+      ++refused;
+    }
+  }
+  // Without the rewritten digest file, every change is refused before parsing.
+  dir.write("changed.h5", bytes);
+  write_digest(changed, bytes);
+  flip_byte(changed, config_at + 1);
+  require_one_line_error(run_relpos(dir.path(), "inspect " + changed.string()),
+                         "its content digest");
+  REQUIRE(refused > static_cast<int>(positions.size()) / 2);
+}
+
+TEST_CASE("cli: a truncated checkpoint and one without its digest are one-line errors",
+          "[checkpoint]") {
+  TempDir dir("checkpoint_truncated");
+  const fs::path path = dir.path() / "ckpt.h5";
+  save_checkpoint(path, sample_checkpoint());
+  fs::resize_file(path, fs::file_size(path) - 100);
+  require_one_line_error(run_relpos(dir.path(), "inspect " + path.string()),
+                         "but its digest file records");
+  save_checkpoint(path, sample_checkpoint());
+  fs::remove(digest_path(path));
+  require_one_line_error(run_relpos(dir.path(), "inspect " + path.string()), "no digest file");
+}
+
+TEST_CASE("a dataset declaring a huge shape is refused before anything is allocated",
+          "[checkpoint]") {
+  TempDir dir("checkpoint_huge");
+  const fs::path path = dir.path() / "ckpt.h5";
+  save_checkpoint(path, sample_checkpoint());
+  {  // 2^40 floats (4 TiB) declared, none stored (HDF5 allocates contiguous storage late)
+    const H5::H5File h5(path.string(), H5F_ACC_RDWR);
+    const hsize_t dims[2] = {hsize_t{1} << 20, hsize_t{1} << 20};
+    h5.openGroup("/params").createDataSet("huge", H5::PredType::IEEE_F32LE, H5::DataSpace(2, dims));
+  }
+  redigest(path);
+  REQUIRE_THROWS_WITH(load_checkpoint(path),
+                      Catch::Contains("dataset /params/huge declares shape [1048576, 1048576], "
+                                      "more than the") &&
+                          Catch::Contains("file holds"));
+  require_one_line_error(run_relpos(dir.path(), "inspect " + path.string()),
+                         "/params/huge declares shape");
+}
+
+TEST_CASE("load_checkpoint shows the declared shapes to a check before reading tensors",
+          "[checkpoint]") {
+  TempDir dir("checkpoint_check");
+  const fs::path path = dir.path() / "ckpt.h5";
+  save_checkpoint(path, sample_checkpoint());
+  std::map<std::string, Shape> seen;
+  std::string config;
+  const auto refuse = [&](const std::string& yaml, const std::map<std::string, Shape>& shapes) {
+    config = yaml;
+    seen = shapes;
+    check_shapes_match({{"head.weight", {2, 3}}}, shapes, path.string());
+  };
+  REQUIRE_THROWS_WITH(load_checkpoint(path, refuse),
+                      Catch::Contains("does not match the model") &&
+                          Catch::Contains("'head.weight' has shape [3, 2] in the checkpoint but "
+                                          "[2, 3] in the model"));
+  REQUIRE(config == sample_checkpoint().config_yaml);
+  REQUIRE(seen.size() == sample_checkpoint().params.size());
+  REQUIRE(seen.at("blocks.1.mlp.fc.weight") == Shape{2, 1, 2});
+  REQUIRE(seen.at("final_norm.scale").empty());
+}
+
+TEST_CASE("cli: --resume falls back to the newest checkpoint that verifies, and says so",
+          "[checkpoint]") {
+  TempDir dir("checkpoint_fallback");
+  const fs::path config = dir.write("tiny.yaml", kTinyRun);
+  const fs::path run = dir.path() / "run";
+  const std::string train = "train " + config.string() + " train.out_dir=" + run.string();
+  REQUIRE(run_relpos(dir.path(), train, 120).status == 0);
+  const fs::path newest = checkpoint_path(run / "checkpoints", 4);
+  REQUIRE(fs::exists(checkpoint_path(run / "checkpoints", 2)));
+  flip_byte(newest, fs::file_size(newest) / 2);
+
+  const fs::path out = dir.path() / "stdout.txt";
+  const std::string command = std::string(RELPOS_CLI) + " " + train + " train.steps=6 --resume " +
+                              run.string() + " >" + out.string() + " 2>" +
+                              (dir.path() / "stderr.txt").string();
+  const int status = std::system(command.c_str());
+  const std::string err = slurp(dir.path() / "stderr.txt");
+  INFO(err);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  REQUIRE_THAT(err, Catch::Contains("relpos: skipping checkpoint " + newest.string() +
+                                    ": its content digest"));
+  REQUIRE_THAT(slurp(out),
+               Catch::Contains("resumed from " + checkpoint_path(run / "checkpoints", 2).string() +
+                               " at step 2"));
+
+  // When none verifies, the resume is refused.
+  for (const std::int64_t step : {2, 4, 6})
+    fs::remove(digest_path(checkpoint_path(run / "checkpoints", step)));
+  const CliResult none = run_relpos(dir.path(), train + " train.steps=8 --resume " + run.string());
+  INFO(none.err);
+  REQUIRE(none.status == 2);
+  // Steps 6 and 4 are skipped (rotation, keep_checkpoints=2, deleted step 2), then the error.
+  REQUIRE(std::count(none.err.begin(), none.err.end(), '\n') == 3);
+  REQUIRE_THAT(none.err, Catch::Contains("relpos: error: --resume: no checkpoint in"));
 }

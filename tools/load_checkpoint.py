@@ -6,7 +6,8 @@ Usage (Debian: apt-get install python3-h5py python3-numpy):
 
 Shows that a checkpoint is plain HDF5 (layout: docs/checkpoint.md): the /state
 attributes, the resolved config, then one line per parameter and optimizer
-state: dotted name, shape, dtype and L2 norm.
+state: dotted name, shape, dtype and L2 norm. It does not check the digests
+(relpos inspect does).
 """
 
 import argparse
@@ -50,10 +51,10 @@ def main():
         state = f["state"].attrs
         for key in SCALAR_ATTRIBUTES:
             print("%s: %s" % (key, int(state[key])))
-        for key in sorted(k for k in state if k not in SCALAR_ATTRIBUTES + ("config",)):
+        for key in sorted(k for k in state if k not in SCALAR_ATTRIBUTES):
             print("rng %s: %s" % (key, [int(v) for v in state[key]]))
         print("config:")
-        print(state["config"])
+        print(f["config"][()].tobytes().decode("utf-8"))  # format 2: UTF-8 bytes
         print("params:")
         for parts, dataset in tensors_under(f["params"]):
             print("  " + describe(".".join(parts), dataset))

@@ -10,7 +10,9 @@ format=0
 tools/check-format.sh || format=1
 tests=0
 (cd build && ctest --output-on-failure -j"$(nproc)") || tests=1
+fuzz=0
+tools/fuzz-smoke.sh || fuzz=1  # libFuzzer smoke run, 60 s per target (SKIPPED without clang)
 if [ "$format" -ne 0 ]; then
   echo "relpos: the formatting check failed (files listed above)" >&2
 fi
-exit $((format | tests))
+exit $((format | tests | fuzz))

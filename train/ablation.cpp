@@ -227,8 +227,9 @@ VariantResult train_variant(const std::string& name, const RunConfig& config, st
   const fs::path dir = config.train.out_dir;
   reset_peak_rss();
   RunState run = build_run(config);
-  if (const auto checkpoint = latest_checkpoint(dir / "checkpoints")) {
-    restore_run(run, load_checkpoint(*checkpoint), *checkpoint);
+  const auto skipped = [&](const std::string& line) { log << line << "\n"; };
+  if (const auto checkpoint = latest_verified_checkpoint(dir / "checkpoints", skipped)) {
+    restore_run(run, load_checkpoint_for(run, *checkpoint), *checkpoint);
     log << fmt::format("resume {} from step {} ({})\n", name, run.step, checkpoint->string());
   } else {
     log << fmt::format("train {} in {}\n", name, dir.string());

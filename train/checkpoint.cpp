@@ -6,13 +6,18 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <regex>
+#include <set>
+#include <span>
 #include <system_error>
 #include <utility>
 
 #include "autograd/error.h"
 #include "train/atomic_file.h"
+#include "train/file_digest.h"
+#include "train/hdf5_superblock.h"
 
 namespace relpos {
 
@@ -24,13 +29,17 @@ namespace {
 constexpr const char* kStepAttribute = "step";
 constexpr const char* kTokensSeenAttribute = "tokens_seen";
 constexpr const char* kFormatVersionAttribute = "format_version";
-constexpr const char* kConfigAttribute = "config";
+// The resolved config: a 1-d uint8 dataset of its UTF-8 bytes. A byte dataset has no
+// stored length that a corrupt file could make the reader trust (a string attribute has).
+constexpr const char* kConfigDataset = "config";
+// Every dataset's uint64 attribute: FNV-1a of its row-major little-endian bytes.
+constexpr const char* kDigestAttribute = "fnv1a64";
+// Groups deeper than this are refused (a parameter name has a handful of parts).
+constexpr int kMaxGroupDepth = 64;
 
 bool is_reserved_state_attribute(const std::string& name) {
-  return name == kStepAttribute || name == kTokensSeenAttribute ||
-         name == kFormatVersionAttribute || name == kConfigAttribute;
+  return name == kStepAttribute || name == kTokensSeenAttribute || name == kFormatVersionAttribute;
 }
-
 
 // HDF5 reports a failure through its "auto" error handler, before the C++ wrapper
 // throws and before unwinding closes objects (which clears the error stack). Our
@@ -106,19 +115,27 @@ std::vector<std::string> optim_path(const std::string& key) {
 
 const H5::PredType& memory_type(DType dtype) {
   switch (dtype) {
-    case DType::f32: return H5::PredType::NATIVE_FLOAT;
-    case DType::f64: return H5::PredType::NATIVE_DOUBLE;
-    case DType::i64: return H5::PredType::NATIVE_INT64;
-    default: return H5::PredType::NATIVE_UINT8;
+    case DType::f32:
+      return H5::PredType::NATIVE_FLOAT;
+    case DType::f64:
+      return H5::PredType::NATIVE_DOUBLE;
+    case DType::i64:
+      return H5::PredType::NATIVE_INT64;
+    default:
+      return H5::PredType::NATIVE_UINT8;
   }
 }
 
 const H5::PredType& file_type(DType dtype) {
   switch (dtype) {
-    case DType::f32: return H5::PredType::IEEE_F32LE;
-    case DType::f64: return H5::PredType::IEEE_F64LE;
-    case DType::i64: return H5::PredType::STD_I64LE;
-    default: return H5::PredType::STD_U8LE;
+    case DType::f32:
+      return H5::PredType::IEEE_F32LE;
+    case DType::f64:
+      return H5::PredType::IEEE_F64LE;
+    case DType::i64:
+      return H5::PredType::STD_I64LE;
+    default:
+      return H5::PredType::STD_U8LE;
   }
 }
 
@@ -135,13 +152,27 @@ DType dtype_of_dataset(const H5::DataSet& dataset, const std::string& file) {
       if (bytes == 1 && !is_signed) return DType::u8;
       break;
     }
-    default: break;
+    default:
+      break;
   }
   fail("checkpoint {}: dataset {} has an unsupported element type (expected f32, f64, i64 or u8)",
        file, dataset.getObjName());
 }
 
 // ---- writing ----
+
+// The bytes of a contiguous host tensor: what its dataset stores (the file types
+// are little-endian, like every machine relpos builds for).
+std::span<const char> tensor_bytes(const Tensor& host) {
+  return {static_cast<const char*>(host.raw_data()),
+          static_cast<std::size_t>(host.numel()) * element_size(host.dtype())};
+}
+
+Tensor config_bytes(const std::string& yaml) {
+  Tensor bytes = Tensor::empty({static_cast<std::int64_t>(yaml.size())}, DType::u8);
+  if (!yaml.empty()) std::memcpy(bytes.raw_data(), yaml.data(), yaml.size());
+  return bytes;
+}
 
 H5::DataSpace dataspace_for(const Shape& shape) {
   if (shape.empty()) return H5::DataSpace(H5S_SCALAR);
@@ -172,19 +203,15 @@ void write_tensor(const H5::Group& root, const std::vector<std::string>& path,
   const H5::DataSet dataset =
       group.createDataSet(path.back(), file_type(host.dtype()), dataspace_for(host.shape()));
   if (host.numel() > 0) dataset.write(host.raw_data(), memory_type(host.dtype()));
+  const std::uint64_t digest = fnv1a64(tensor_bytes(host));
+  dataset.createAttribute(kDigestAttribute, H5::PredType::STD_U64LE, H5::DataSpace(H5S_SCALAR))
+      .write(H5::PredType::NATIVE_UINT64, &digest);
 }
 
 void write_int_attribute(const H5::Group& group, const char* name, std::int64_t value) {
   const H5::Attribute attribute =
       group.createAttribute(name, H5::PredType::STD_I64LE, H5::DataSpace(H5S_SCALAR));
   attribute.write(H5::PredType::NATIVE_INT64, &value);
-}
-
-void write_string_attribute(const H5::Group& group, const char* name, const std::string& value) {
-  H5::StrType type(H5::PredType::C_S1, H5T_VARIABLE);  // h5py reads it as str
-  type.setCset(H5T_CSET_UTF8);
-  const H5::Attribute attribute = group.createAttribute(name, type, H5::DataSpace(H5S_SCALAR));
-  attribute.write(type, value);
 }
 
 void write_u64_array_attribute(const H5::Group& group, const std::string& name,
@@ -207,11 +234,11 @@ void write_contents(const H5::H5File& h5, const Checkpoint& checkpoint) {
   write_int_attribute(state, kStepAttribute, checkpoint.step);
   write_int_attribute(state, kTokensSeenAttribute, checkpoint.tokens_seen);
   write_int_attribute(state, kFormatVersionAttribute, checkpoint.format_version);
-  write_string_attribute(state, kConfigAttribute, checkpoint.config_yaml);
+  write_tensor(h5.openGroup("/"), {kConfigDataset}, kConfigDataset,
+               config_bytes(checkpoint.config_yaml));
   for (const auto& [name, values] : checkpoint.rng_states) {
     require(!name.empty() && !is_reserved_state_attribute(name),
-            "RNG state name '{}' is empty or reserved (step, tokens_seen, format_version, config)",
-            name);
+            "RNG state name '{}' is empty or reserved (step, tokens_seen, format_version)", name);
     write_u64_array_attribute(state, name, values);
   }
 }
@@ -222,10 +249,13 @@ constexpr std::size_t kImageIncrement = std::size_t{16} << 20;
 // The complete HDF5 file, built in memory (core driver, no backing store).
 // HDF5 never writes to disk here: in HDF5 1.10, a file whose write fails can
 // no longer be closed, and the process then crashes at exit. We write the
-// bytes ourselves, so a full disk is an ordinary error.
+// bytes ourselves, so a full disk is an ordinary error. The file format is
+// that of HDF5 1.8 or later: superblock version 2 and object headers version 2,
+// whose metadata carry checksums that HDF5 verifies on reading.
 std::vector<char> hdf5_image(const fs::path& label, const Checkpoint& checkpoint) {
   H5::FileAccPropList access;
   access.setCore(kImageIncrement, false);
+  access.setLibverBounds(H5F_LIBVER_V18, H5F_LIBVER_LATEST);
   H5::H5File h5(label.string(), H5F_ACC_TRUNC, H5::FileCreatPropList::DEFAULT, access);
   write_contents(h5, checkpoint);  // its groups and datasets are closed on return
   h5.flush(H5F_SCOPE_GLOBAL);
@@ -234,41 +264,142 @@ std::vector<char> hdf5_image(const fs::path& label, const Checkpoint& checkpoint
   if (size <= 0 || H5Fget_file_image(h5.getId(), image.data(), image.size()) != size)
     throw H5::FileIException("H5Fget_file_image", "cannot copy the in-memory file");
   h5.close();
+  reseal_superblock(image);
   return image;
 }
 
 // ---- reading ----
 
-Tensor read_tensor(const H5::DataSet& dataset, const std::string& file) {
-  const DType dtype = dtype_of_dataset(dataset, file);
+// HDF5 reads the verified bytes from memory, never the file again. Its core driver
+// refuses an image whose name is an existing file: this name never is one.
+constexpr const char* kImageName = "/dev/null/relpos-checkpoint-image";
+
+H5::H5File open_image(std::vector<char>& image) {
+  H5::FileAccPropList access;
+  access.setCore(kImageIncrement, false);
+  if (H5Pset_file_image(access.getId(), image.data(), image.size()) < 0)
+    throw H5::FileIException("H5Pset_file_image", "cannot hand the file image to HDF5");
+  return H5::H5File(kImageName, H5F_ACC_RDONLY, H5::FileCreatPropList::DEFAULT, access);
+}
+
+// A dataset found in the file, with its element type and declared shape; its data
+// are not read yet.
+struct DeclaredDataset {
+  std::vector<std::string> path;  // below the group the walk started from
+  H5::DataSet dataset;
+  DType dtype = DType::f32;
+  Shape shape;
+  std::uint64_t bytes = 0;
+};
+
+// What a walk over the file has seen: every object once, and the bytes all declared
+// datasets need, which may not exceed the file (contiguous data are stored in it).
+struct WalkLimits {
+  std::string file;
+  std::uint64_t file_bytes = 0;
+  std::uint64_t declared_bytes = 0;
+  std::set<haddr_t> seen_objects;
+};
+
+void visit_object_once(hid_t object, const std::string& name, WalkLimits& limits) {
+  H5O_info_t info;
+  if (H5Oget_info2(object, &info, H5O_INFO_BASIC) < 0)
+    throw H5::GroupIException("H5Oget_info2", "cannot read an object header");
+  require(limits.seen_objects.insert(info.addr).second,
+          "checkpoint {}: {} is linked a second time (a relpos checkpoint has a tree)", limits.file,
+          name);
+}
+
+DeclaredDataset declare_dataset(H5::DataSet dataset, std::vector<std::string> path,
+                                WalkLimits& limits) {
+  const std::string name = dataset.getObjName();
+  visit_object_once(dataset.getId(), name, limits);
+  DeclaredDataset declared{std::move(path), dataset, dtype_of_dataset(dataset, limits.file), {}, 0};
+  require(dataset.getCreatePlist().getLayout() == H5D_CONTIGUOUS,
+          "checkpoint {}: dataset {} is not stored contiguously (relpos writes no chunks)",
+          limits.file, name);
   const H5::DataSpace space = dataset.getSpace();
   const H5S_class_t kind = space.getSimpleExtentType();
   require(kind == H5S_SCALAR || kind == H5S_SIMPLE,
-          "checkpoint {}: dataset {} has an empty (null) dataspace", file, dataset.getObjName());
+          "checkpoint {}: dataset {} has an empty (null) dataspace", limits.file, name);
   std::vector<hsize_t> dims(static_cast<std::size_t>(space.getSimpleExtentNdims()));
   space.getSimpleExtentDims(dims.data());
-  Tensor tensor = Tensor::empty(Shape(dims.begin(), dims.end()), dtype);
-  if (tensor.numel() > 0) dataset.read(tensor.raw_data(), memory_type(dtype));
-  return tensor;
+  std::uint64_t numel = 1;
+  bool fits = true;
+  for (const hsize_t dim : dims)
+    fits = fits && dim <= limits.file_bytes && !__builtin_mul_overflow(numel, dim, &numel) &&
+           numel <= limits.file_bytes;
+  declared.bytes = fits ? numel * element_size(declared.dtype) : 0;
+  require(fits && declared.bytes <= limits.file_bytes - limits.declared_bytes,
+          "checkpoint {}: dataset {} declares shape [{}], more than the {}-byte file holds",
+          limits.file, name, fmt::join(dims, ", "), limits.file_bytes);
+  limits.declared_bytes += declared.bytes;
+  declared.shape.assign(dims.begin(), dims.end());
+  return declared;
 }
 
-using TensorVisitor = std::function<void(const std::vector<std::string>& path, Tensor tensor)>;
-
-// Calls visit(path below the starting group, tensor) for every dataset under `group`.
-void read_tree(const H5::Group& group, std::vector<std::string>& path, const std::string& file,
-               const TensorVisitor& visit) {
+// Appends every dataset under `group` (hard links only: a soft or external link
+// could lead outside the file or into a cycle).
+void declare_tree(const H5::Group& group, std::vector<std::string>& path, WalkLimits& limits,
+                  std::vector<DeclaredDataset>& out) {
+  require(static_cast<int>(path.size()) < kMaxGroupDepth,
+          "checkpoint {}: groups nested deeper than {} below {}", limits.file, kMaxGroupDepth,
+          group.getObjName());
+  visit_object_once(group.getId(), group.getObjName(), limits);
   for (hsize_t i = 0; i < group.getNumObjs(); ++i) {
     const std::string name = group.getObjnameByIdx(i);
+    H5L_info_t link;
+    if (H5Lget_info(group.getId(), name.c_str(), &link, H5P_DEFAULT) < 0)
+      throw H5::GroupIException("H5Lget_info", "cannot read a link");
+    require(link.type == H5L_TYPE_HARD, "checkpoint {}: {}/{} is a soft or external link",
+            limits.file, group.getObjName(), name);
     path.push_back(name);
     switch (group.childObjType(name)) {
-      case H5O_TYPE_GROUP: read_tree(group.openGroup(name), path, file, visit); break;
-      case H5O_TYPE_DATASET: visit(path, read_tensor(group.openDataSet(name), file)); break;
+      case H5O_TYPE_GROUP:
+        declare_tree(group.openGroup(name), path, limits, out);
+        break;
+      case H5O_TYPE_DATASET:
+        out.push_back(declare_dataset(group.openDataSet(name), path, limits));
+        break;
       default:
-        fail("checkpoint {}: {}/{} is neither a group nor a dataset", file, group.getObjName(),
-             name);
+        fail("checkpoint {}: {}/{} is neither a group nor a dataset", limits.file,
+             group.getObjName(), name);
     }
     path.pop_back();
   }
+}
+
+std::vector<DeclaredDataset> declare_group(const H5::Group& group, WalkLimits& limits) {
+  std::vector<DeclaredDataset> out;
+  std::vector<std::string> path;
+  declare_tree(group, path, limits, out);
+  return out;
+}
+
+std::uint64_t read_digest_attribute(const H5::DataSet& dataset, const std::string& file) {
+  const std::string name = dataset.getObjName();
+  require(dataset.attrExists(kDigestAttribute), "checkpoint {}: dataset {} has no {} attribute",
+          file, name, kDigestAttribute);
+  const H5::Attribute attribute = dataset.openAttribute(kDigestAttribute);
+  require(
+      attribute.getTypeClass() == H5T_INTEGER && attribute.getSpace().getSimpleExtentNpoints() == 1,
+      "checkpoint {}: dataset {}: attribute {} must be one uint64", file, name, kDigestAttribute);
+  std::uint64_t digest = 0;
+  attribute.read(H5::PredType::NATIVE_UINT64, &digest);
+  return digest;
+}
+
+// Allocates and reads a declared dataset, then checks its bytes against its digest.
+Tensor read_tensor(const DeclaredDataset& declared, const std::string& file) {
+  const std::uint64_t recorded = read_digest_attribute(declared.dataset, file);
+  Tensor tensor = Tensor::empty(declared.shape, declared.dtype);
+  if (tensor.numel() > 0) declared.dataset.read(tensor.raw_data(), memory_type(declared.dtype));
+  const std::uint64_t actual = fnv1a64(tensor_bytes(tensor));
+  require(actual == recorded,
+          "checkpoint {}: dataset {} is corrupt (its data digest {:016x} differs from the "
+          "recorded {:016x})",
+          file, declared.dataset.getObjName(), actual, recorded);
+  return tensor;
 }
 
 bool has_group(const H5::H5File& h5, const char* name) {
@@ -283,26 +414,29 @@ H5::Attribute open_state_attribute(const H5::Group& state, const char* name,
 
 std::int64_t read_int_attribute(const H5::Group& state, const char* name, const std::string& file) {
   const H5::Attribute attribute = open_state_attribute(state, name, file);
-  require(attribute.getTypeClass() == H5T_INTEGER &&
-              attribute.getSpace().getSimpleExtentNpoints() == 1,
-          "checkpoint {}: /state attribute '{}' must be a single integer", file, name);
+  require(
+      attribute.getTypeClass() == H5T_INTEGER && attribute.getSpace().getSimpleExtentNpoints() == 1,
+      "checkpoint {}: /state attribute '{}' must be a single integer", file, name);
   std::int64_t value = 0;
   attribute.read(H5::PredType::NATIVE_INT64, &value);
   return value;
 }
 
-std::string read_string_attribute(const H5::Group& state, const char* name,
-                                  const std::string& file) {
-  const H5::Attribute attribute = open_state_attribute(state, name, file);
-  require(attribute.getTypeClass() == H5T_STRING,
-          "checkpoint {}: /state attribute '{}' must be a string", file, name);
-  std::string value;
-  attribute.read(attribute.getStrType(), value);
-  return value;
+std::string read_config(const H5::H5File& h5, WalkLimits& limits) {
+  require(h5.nameExists(kConfigDataset) && h5.childObjType(kConfigDataset) == H5O_TYPE_DATASET,
+          "checkpoint {}: no /{} dataset", limits.file, kConfigDataset);
+  const DeclaredDataset declared =
+      declare_dataset(h5.openDataSet(kConfigDataset), {kConfigDataset}, limits);
+  require(declared.dtype == DType::u8 && declared.shape.size() == 1,
+          "checkpoint {}: /{} must be a 1-d uint8 dataset (the config's UTF-8 bytes)", limits.file,
+          kConfigDataset);
+  const Tensor bytes = read_tensor(declared, limits.file);
+  const std::span<const char> text = tensor_bytes(bytes);
+  return std::string(text.begin(), text.end());
 }
 
 std::map<std::string, std::vector<std::uint64_t>> read_rng_states(const H5::Group& state,
-                                                                  const std::string& file) {
+                                                                  const WalkLimits& limits) {
   std::map<std::string, std::vector<std::uint64_t>> states;
   for (int i = 0; i < state.getNumAttrs(); ++i) {
     const H5::Attribute attribute = state.openAttribute(static_cast<unsigned>(i));
@@ -312,16 +446,22 @@ std::map<std::string, std::vector<std::uint64_t>> read_rng_states(const H5::Grou
     require(attribute.getTypeClass() == H5T_INTEGER &&
                 attribute.getIntType().getSign() == H5T_SGN_NONE &&
                 attribute.getDataType().getSize() == 8 && space.getSimpleExtentNdims() == 1,
-            "checkpoint {}: /state attribute '{}' must be a 1-d uint64 array (an RNG state)", file,
-            name);
-    std::vector<std::uint64_t> values(static_cast<std::size_t>(space.getSimpleExtentNpoints()));
+            "checkpoint {}: /state attribute '{}' must be a 1-d uint64 array (an RNG state)",
+            limits.file, name);
+    const auto count = static_cast<std::uint64_t>(space.getSimpleExtentNpoints());
+    require(count <= limits.file_bytes / 8,
+            "checkpoint {}: /state attribute '{}' declares {} values, more than the file holds",
+            limits.file, name, count);
+    std::vector<std::uint64_t> values(static_cast<std::size_t>(count));
     if (!values.empty()) attribute.read(H5::PredType::NATIVE_UINT64, values.data());
     states.emplace(name, std::move(values));
   }
   return states;
 }
 
-Checkpoint read_contents(const H5::H5File& h5, const std::string& file) {
+Checkpoint read_contents(const H5::H5File& h5, WalkLimits& limits,
+                         const DeclaredShapeCheck& check_shapes) {
+  const std::string& file = limits.file;
   require(has_group(h5, "state"), "checkpoint {}: no /state group (not a relpos checkpoint?)",
           file);
   const H5::Group state = h5.openGroup("state");
@@ -332,25 +472,28 @@ Checkpoint read_contents(const H5::H5File& h5, const std::string& file) {
           checkpoint.format_version, kCheckpointFormatVersion);
   checkpoint.step = read_int_attribute(state, kStepAttribute, file);
   checkpoint.tokens_seen = read_int_attribute(state, kTokensSeenAttribute, file);
-  checkpoint.config_yaml = read_string_attribute(state, kConfigAttribute, file);
-  checkpoint.rng_states = read_rng_states(state, file);
+  checkpoint.config_yaml = read_config(h5, limits);
+  checkpoint.rng_states = read_rng_states(state, limits);
 
   require(has_group(h5, "params"), "checkpoint {}: no /params group", file);
-  std::vector<std::string> path;
-  read_tree(h5.openGroup("params"), path, file,
-            [&](const std::vector<std::string>& where, Tensor tensor) {
-              checkpoint.params.emplace(join(where, '.'), std::move(tensor));
-            });
-  if (has_group(h5, "optim")) {
-    read_tree(h5.openGroup("optim"), path, file,
-              [&](const std::vector<std::string>& where, Tensor tensor) {
-                if (where.size() == 1) {  // optimizer-wide state, e.g. /optim/step
-                  checkpoint.optim.emplace(where.front(), std::move(tensor));
-                  return;
-                }
-                const std::vector<std::string> param(where.begin(), where.end() - 1);
-                checkpoint.optim.emplace(join(param, '.') + "/" + where.back(), std::move(tensor));
-              });
+  const std::vector<DeclaredDataset> params = declare_group(h5.openGroup("params"), limits);
+  const std::vector<DeclaredDataset> optim = has_group(h5, "optim")
+                                                 ? declare_group(h5.openGroup("optim"), limits)
+                                                 : std::vector<DeclaredDataset>{};
+  if (check_shapes) {
+    std::map<std::string, Shape> shapes;
+    for (const DeclaredDataset& p : params) shapes.emplace(join(p.path, '.'), p.shape);
+    check_shapes(checkpoint.config_yaml, shapes);
+  }
+  for (const DeclaredDataset& p : params)
+    checkpoint.params.emplace(join(p.path, '.'), read_tensor(p, file));
+  for (const DeclaredDataset& o : optim) {
+    if (o.path.size() == 1) {  // optimizer-wide state, e.g. /optim/step
+      checkpoint.optim.emplace(o.path.front(), read_tensor(o, file));
+      continue;
+    }
+    const std::vector<std::string> param(o.path.begin(), o.path.end() - 1);
+    checkpoint.optim.emplace(join(param, '.') + "/" + o.path.back(), read_tensor(o, file));
   }
   return checkpoint;
 }
@@ -363,6 +506,13 @@ std::optional<std::int64_t> step_of_checkpoint_name(const std::string& filename)
   std::smatch match;
   if (!std::regex_match(filename, match, pattern)) return std::nullopt;
   return std::stoll(match[1].str());
+}
+
+// Removes <checkpoint>.digest if there is one.
+void remove_digest(const fs::path& checkpoint) {
+  std::error_code error;
+  fs::remove(digest_path(checkpoint), error);
+  require(!error, "cannot delete {}: {}", digest_path(checkpoint).string(), error.message());
 }
 
 // The checkpoints in dir, sorted by step.
@@ -387,7 +537,13 @@ void save_checkpoint(const fs::path& path, const Checkpoint& checkpoint) {
     require(checkpoint.format_version == kCheckpointFormatVersion,
             "format_version {} cannot be written (this build writes version {})",
             checkpoint.format_version, kCheckpointFormatVersion);
-    replace_file(path, hdf5_image(path.string() + ".tmp", checkpoint));
+    // The digest first, then the file, each replaced atomically: a checkpoint that is
+    // in place always has its digest (a kill between the two leaves a digest without a
+    // file, or a new digest beside an older file of the same name: a mismatch, so the
+    // wrong bytes are never trusted).
+    const std::vector<char> image = hdf5_image(path.string() + ".tmp", checkpoint);
+    write_digest(path, image);
+    replace_file(path, image);
   } catch (const UsageError& error) {
     fail("cannot save checkpoint {}: {}", path.string(), error.what());
   } catch (const H5::Exception& error) {
@@ -395,16 +551,23 @@ void save_checkpoint(const fs::path& path, const Checkpoint& checkpoint) {
   }
 }
 
-Checkpoint load_checkpoint(const fs::path& path) {
+Checkpoint load_checkpoint(const fs::path& path, const DeclaredShapeCheck& check_shapes) {
   capture_hdf5_errors();
   const std::string file = path.string();
   std::error_code error;
   require(fs::exists(path, error), "checkpoint {}: no such file", file);
   require(fs::is_regular_file(path, error), "checkpoint {}: not a regular file", file);
+  std::vector<char> image;
   try {
-    require(H5::H5File::isHdf5(file), "checkpoint {}: not an HDF5 file", file);
-    const H5::H5File h5(file, H5F_ACC_RDONLY);
-    return read_contents(h5, file);
+    image = read_verified_file(path);
+  } catch (const UsageError& digest_error) {
+    fail("checkpoint {}", digest_error.what());
+  }
+  check_superblock(image, file);
+  try {
+    const H5::H5File h5 = open_image(image);
+    WalkLimits limits{file, image.size(), 0, {}};
+    return read_contents(h5, limits, check_shapes);
   } catch (const H5::Exception& h5_error) {
     fail("checkpoint {}: unreadable, truncated or corrupt HDF5 file ({})", file,
          hdf5_reason(h5_error));
@@ -422,6 +585,20 @@ std::optional<fs::path> latest_checkpoint(const fs::path& dir) {
   return checkpoints.back().second;
 }
 
+std::optional<fs::path> latest_verified_checkpoint(
+    const fs::path& dir, const std::function<void(const std::string&)>& skipped) {
+  const auto checkpoints = list_checkpoints(dir);
+  for (auto it = checkpoints.rbegin(); it != checkpoints.rend(); ++it) {
+    try {
+      read_verified_file(it->second);
+      return it->second;
+    } catch (const UsageError& error) {
+      skipped(fmt::format("skipping checkpoint {}", error.what()));
+    }
+  }
+  return std::nullopt;
+}
+
 void keep_last_checkpoints(const fs::path& dir, int keep) {
   if (keep <= 0) return;
   const auto checkpoints = list_checkpoints(dir);
@@ -433,25 +610,36 @@ void keep_last_checkpoints(const fs::path& dir, int keep) {
     fs::remove(checkpoints[i].second, error);
     require(!error, "cannot delete old checkpoint {}: {}", checkpoints[i].second.string(),
             error.message());
+    remove_digest(checkpoints[i].second);
   }
+}
+
+void check_shapes_match(const std::map<std::string, Shape>& expected,
+                        const std::map<std::string, Shape>& found, const std::string& source) {
+  for (const auto& [name, shape] : expected) {
+    const auto match = found.find(name);
+    require(match != found.end(),
+            "checkpoint {} does not match the model: parameter '{}' (shape {}) is missing", source,
+            name, to_string(shape));
+    require(match->second == shape,
+            "checkpoint {} does not match the model: parameter '{}' has shape {} in the "
+            "checkpoint but {} in the model",
+            source, name, to_string(match->second), to_string(shape));
+  }
+  for (const auto& [name, shape] : found)
+    require(expected.count(name) == 1,
+            "checkpoint {} does not match the model: unexpected parameter '{}' (shape {})", source,
+            name, to_string(shape));
 }
 
 void check_params_match(const std::map<std::string, Tensor>& expected,
                         const std::map<std::string, Tensor>& loaded, const std::string& source) {
-  for (const auto& [name, tensor] : expected) {
-    const auto found = loaded.find(name);
-    require(found != loaded.end(),
-            "checkpoint {} does not match the model: parameter '{}' (shape {}) is missing", source,
-            name, to_string(tensor.shape()));
-    require(found->second.shape() == tensor.shape(),
-            "checkpoint {} does not match the model: parameter '{}' has shape {} in the "
-            "checkpoint but {} in the model",
-            source, name, to_string(found->second.shape()), to_string(tensor.shape()));
-  }
-  for (const auto& [name, tensor] : loaded)
-    require(expected.count(name) == 1,
-            "checkpoint {} does not match the model: unexpected parameter '{}' (shape {})", source,
-            name, to_string(tensor.shape()));
+  const auto shapes = [](const std::map<std::string, Tensor>& tensors) {
+    std::map<std::string, Shape> out;
+    for (const auto& [name, tensor] : tensors) out.emplace(name, tensor.shape());
+    return out;
+  };
+  check_shapes_match(shapes(expected), shapes(loaded), source);
 }
 
 }  // namespace relpos

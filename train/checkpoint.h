@@ -1,8 +1,10 @@
 #pragma once
 // HDF5 checkpoints: parameters, optimizer state, step counters, the resolved
-// config and RNG/sampler states, written atomically. Layout: docs/checkpoint.md.
+// config and RNG/sampler states, written atomically, each checked by a digest
+// before it is trusted. Layout and guarantees: docs/checkpoint.md.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -12,27 +14,36 @@
 
 namespace relpos {
 
-inline constexpr std::int64_t kCheckpointFormatVersion = 1;
+inline constexpr std::int64_t kCheckpointFormatVersion = 2;
 
 struct Checkpoint {
   std::map<std::string, Tensor> params;  // dotted module names, e.g. "blocks.0.attn.q.weight"
   std::map<std::string, Tensor> optim;   // keys "<param name>/<state>", e.g. "head.weight/exp_avg"
   std::int64_t step = 0;
   std::int64_t tokens_seen = 0;
-  std::string config_yaml;  // the resolved config
+  std::string config_yaml;                                       // the resolved config
   std::map<std::string, std::vector<std::uint64_t>> rng_states;  // named RNG/sampler states
   std::int64_t format_version = kCheckpointFormatVersion;
 };
 
-// Writes <path>.tmp, fsyncs it, renames it onto <path> and fsyncs the directory.
-// On failure the .tmp is removed, whatever was at <path> is untouched, and a
-// UsageError names the path and the reason.
+// Removes <path>.digest, writes <path>.tmp, fsyncs it, renames it onto <path>,
+// then writes <path>.digest the same way: a present digest means a complete file.
+// On failure the .tmp is removed and a UsageError names the path and the reason.
 void save_checkpoint(const std::filesystem::path& path, const Checkpoint& checkpoint);
 
-// Reads a checkpoint written by save_checkpoint (or by any HDF5 writer using
-// the same layout). Throws a one-line UsageError for a missing, non-HDF5,
-// truncated or incomplete file, or an unsupported format_version.
-Checkpoint load_checkpoint(const std::filesystem::path& path);
+// Called by load_checkpoint with the saved config and the declared shape of every
+// parameter, after the file verified and before any tensor is allocated; it throws
+// (e.g. check_shapes_match) to refuse the file.
+using DeclaredShapeCheck = std::function<void(const std::string& config_yaml,
+                                              const std::map<std::string, Shape>& param_shapes)>;
+
+// Reads a checkpoint written by save_checkpoint: first checks the whole file
+// against <path>.digest, then parses it from memory, checks every dataset's
+// declared size against the file size and its bytes against its own digest.
+// Throws a one-line UsageError "checkpoint <path>: ..." for a missing, corrupt,
+// truncated or undigested file, or an unsupported format_version.
+Checkpoint load_checkpoint(const std::filesystem::path& path,
+                           const DeclaredShapeCheck& check_shapes = {});
 
 // <dir>/ckpt_<step, zero-padded to 8 digits>.h5
 std::filesystem::path checkpoint_path(const std::filesystem::path& dir, std::int64_t step);
@@ -40,12 +51,21 @@ std::filesystem::path checkpoint_path(const std::filesystem::path& dir, std::int
 // The checkpoint in dir with the highest step; nullopt when there is none.
 std::optional<std::filesystem::path> latest_checkpoint(const std::filesystem::path& dir);
 
-// Deletes all but the `keep` highest-step checkpoints in dir; keep <= 0 keeps all.
+// The checkpoint in dir with the highest step whose whole-file digest verifies;
+// each newer one that does not is passed to `skipped` as one line naming it and why.
+std::optional<std::filesystem::path> latest_verified_checkpoint(
+    const std::filesystem::path& dir, const std::function<void(const std::string&)>& skipped);
+
+// Deletes all but the `keep` highest-step checkpoints in dir, each with its digest
+// (the file first: a checkpoint in place always has its digest); keep <= 0 keeps all.
 void keep_last_checkpoints(const std::filesystem::path& dir, int keep);
 
-// Requires `loaded` to hold exactly the names of `expected`, with the same
-// shapes; the UsageError names `source` (the checkpoint file), the parameter
-// and both shapes.
+// Requires `found` to name exactly the parameters of `expected`, with the same
+// shapes; the UsageError names `source`, the parameter and both shapes.
+void check_shapes_match(const std::map<std::string, Shape>& expected,
+                        const std::map<std::string, Shape>& found, const std::string& source);
+
+// check_shapes_match on the shapes of two tensor maps.
 void check_params_match(const std::map<std::string, Tensor>& expected,
                         const std::map<std::string, Tensor>& loaded, const std::string& source);
 

@@ -2,6 +2,7 @@
 // ablations and inspection. Errors become one line on stderr: exit 2 for bad
 // input, 1 for internal failures; a run stopped by SIGINT/SIGTERM exits 130/143.
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <iostream>
 
 #include "autograd/blas_kernel.h"
@@ -31,7 +32,10 @@ int main(int argc, char** argv) {
     return e.exit_code();
   } catch (const relpos::UsageError& e) {
     std::cerr << "relpos: error: " << e.what() << "\n";
-    return 2;
+    // Without HDF5's exit-time teardown: after some corrupt files, HDF5 1.10 has leaked
+    // blocks and would print "infinite loop closing library" lines after our one line.
+    std::cout.flush();
+    std::_Exit(2);
   } catch (const std::exception& e) {
     std::cerr << "relpos: internal error: " << e.what() << "\n";
     return 1;

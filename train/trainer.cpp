@@ -50,6 +50,36 @@ std::map<std::string, Tensor> parameter_map(const TransformerLM& model) {
   return out;
 }
 
+// A resume may change anything but the model's shape and parameters.
+bool is_architecture_key(const std::string& path) {
+  return path.starts_with("model.") && path != "model.dropout" && path != "model.attention";
+}
+
+// The settings in which the run's config differs from a checkpoint's saved one; a
+// UsageError when one of them is architecture.
+std::vector<ConfigChange> changes_since(const RunState& run, const std::string& saved_yaml,
+                                        const std::filesystem::path& source) {
+  const RunConfig saved = config_from_yaml(saved_yaml, source.string() + " (saved config)");
+  std::vector<ConfigChange> changes;
+  for (const ConfigKey& key : config_schema()) {
+    const std::string before = config_value_text(key, saved);
+    const std::string after = config_value_text(key, run.config);
+    if (before == after) continue;
+    require(!is_architecture_key(key.path),
+            "checkpoint {}: a resume cannot change the architecture, but {} was {} and is now {}; "
+            "compare with `relpos inspect {}`",
+            source.string(), key.path, before, after, source.string());
+    changes.push_back({key.path, before, after});
+  }
+  return changes;
+}
+
+std::map<std::string, Shape> parameter_shapes(const TransformerLM& model) {
+  std::map<std::string, Shape> out;
+  for (const NamedParameter& p : model.parameters()) out[p.name] = p.tensor.shape();
+  return out;
+}
+
 void load_parameters(const TransformerLM& model, const Checkpoint& ckpt,
                      const std::filesystem::path& source) {
   const auto params = parameter_map(model);
@@ -85,11 +115,6 @@ RunState build_run(const RunConfig& config) {
 
 namespace {
 
-// A resume may change anything but the model's shape and parameters.
-bool is_architecture_key(const std::string& path) {
-  return path.starts_with("model.") && path != "model.dropout" && path != "model.attention";
-}
-
 // Parameters, optimizer state, data stream and counters of a checkpoint.
 void load_training_state(RunState& run, const Checkpoint& ckpt,
                          const std::filesystem::path& source) {
@@ -111,28 +136,32 @@ void load_training_state(RunState& run, const Checkpoint& ckpt,
 }  // namespace
 
 void restore_run(RunState& run, const Checkpoint& ckpt, const std::filesystem::path& source) {
-  const RunConfig saved = config_from_yaml(ckpt.config_yaml, source.string() + " (saved config)");
-  run.config_changes.clear();
-  for (const ConfigKey& key : config_schema()) {
-    const std::string before = config_value_text(key, saved);
-    const std::string after = config_value_text(key, run.config);
-    if (before == after) continue;
-    require(!is_architecture_key(key.path),
-            "checkpoint {}: a resume cannot change the architecture, but {} was {} and is now {}; "
-            "compare with `relpos inspect {}`",
-            source.string(), key.path, before, after, source.string());
-    run.config_changes.push_back({key.path, before, after});
-  }
+  run.config_changes = changes_since(run, ckpt.config_yaml, source);
   load_training_state(run, ckpt, source);
   run.resumed_from = source;
 }
 
+Checkpoint load_checkpoint_for(const RunState& run, const std::filesystem::path& path) {
+  return load_checkpoint(
+      path, [&](const std::string& config_yaml, const std::map<std::string, Shape>& shapes) {
+        changes_since(run, config_yaml, path);  // refuses an architecture change
+        check_shapes_match(parameter_shapes(*run.model), shapes, path.string());
+      });
+}
+
 RunState load_run_for_inference(const std::filesystem::path& path, const std::string& data_source) {
-  const Checkpoint ckpt = load_checkpoint(path);
-  RunConfig config = config_from_yaml(ckpt.config_yaml, path.string() + " (saved config)");
-  if (!data_source.empty()) config.data.source = data_source;
-  config.train.device = "cpu";  // a checkpoint from a GPU run is usable on any machine
-  RunState run = build_run(config);
+  RunState run;
+  // The model is built from the saved config, and the file's declared shapes are
+  // checked against it, before any of the file's tensors is allocated.
+  const auto build_saved_run = [&](const std::string& config_yaml,
+                                   const std::map<std::string, Shape>& shapes) {
+    RunConfig config = config_from_yaml(config_yaml, path.string() + " (saved config)");
+    if (!data_source.empty()) config.data.source = data_source;
+    config.train.device = "cpu";  // a checkpoint from a GPU run is usable on any machine
+    run = build_run(config);
+    check_shapes_match(parameter_shapes(*run.model), shapes, path.string());
+  };
+  const Checkpoint ckpt = load_checkpoint(path, build_saved_run);
   load_parameters(*run.model, ckpt, path);
   run.step = ckpt.step;
   run.tokens_seen = ckpt.tokens_seen;
@@ -157,7 +186,10 @@ std::filesystem::path resolve_checkpoint(const std::filesystem::path& path) {
   if (!std::filesystem::is_directory(path)) return path;
   for (const auto& dir : {path / "checkpoints", path}) {
     if (!std::filesystem::is_directory(dir)) continue;
-    if (auto latest = latest_checkpoint(dir)) return *latest;
+    if (!latest_checkpoint(dir)) continue;
+    const auto skipped = [](const std::string& line) { std::cerr << "relpos: " << line << "\n"; };
+    if (auto verified = latest_verified_checkpoint(dir, skipped)) return *verified;
+    fail("--resume: no checkpoint in '{}' verifies against its digest", dir.string());
   }
   fail("--resume: no checkpoint (ckpt_<step>.h5) found in '{}'", path.string());
 }

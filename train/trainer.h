@@ -59,6 +59,9 @@ RunState load_run_for_inference(const std::filesystem::path& checkpoint,
 // checkpoint, after checking that it matches the configured architecture (every
 // model.* key but model.dropout and model.attention); records the other changed settings.
 void restore_run(RunState& run, const Checkpoint& checkpoint, const std::filesystem::path& source);
+// Loads a checkpoint to restore into `run`: its saved architecture and declared
+// parameter shapes are checked against run's model before any tensor is allocated.
+Checkpoint load_checkpoint_for(const RunState& run, const std::filesystem::path& path);
 Checkpoint snapshot(const RunState& run);
 
 // Trains from run.step to config.train.steps in train.out_dir, holding its lock
@@ -70,7 +73,8 @@ Checkpoint snapshot(const RunState& run);
 // step, saves, writes summary.json and throws StopRequested.
 TrainSummary train(RunState& run, RunStart start = RunStart::fresh);
 
-// Resolves --resume PATH: a checkpoint file, or a run directory (its latest checkpoint).
+// Resolves --resume PATH: a checkpoint file, or a run directory: its newest checkpoint
+// that verifies against its digest; each newer one skipped is one line on stderr.
 std::filesystem::path resolve_checkpoint(const std::filesystem::path& path);
 
 }  // namespace relpos

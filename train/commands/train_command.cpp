@@ -36,7 +36,7 @@ void run(const TrainOptions& o) {
   RunState state = build_run(config);
   if (!o.resume.empty()) {
     const auto path = resolve_checkpoint(o.resume);
-    restore_run(state, load_checkpoint(path), path);
+    restore_run(state, load_checkpoint_for(state, path), path);
     std::cout << "resumed from " << path.string() << " at step " << state.step << "\n";
   }
   const TrainSummary summary = train(state, o.overwrite ? RunStart::overwrite : RunStart::fresh);

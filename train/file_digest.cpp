@@ -1,0 +1,97 @@
+#include "train/file_digest.h"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <system_error>
+
+#include "autograd/error.h"
+#include "train/atomic_file.h"
+
+namespace relpos {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::uint64_t kFnvOffsetBasis = 0xcbf29ce484222325ULL;
+constexpr std::uint64_t kFnvPrime = 0x100000001b3ULL;
+// A digest line is about 50 bytes; anything longer is not one.
+constexpr std::size_t kMaxDigestFileBytes = 128;
+
+struct RecordedDigest {
+  std::uint64_t hash = 0;
+  std::uint64_t size = 0;
+};
+
+std::string digest_line(std::uint64_t hash, std::uint64_t size) {
+  return fmt::format("fnv1a64 {:016x} {}\n", hash, size);
+}
+
+RecordedDigest read_digest(const fs::path& file) {
+  const fs::path sidecar = digest_path(file);
+  std::ifstream in(sidecar, std::ios::binary);
+  require(in.good(),
+          "{}: no digest file {} (an interrupted save, or a checkpoint older than format 2); "
+          "it is not trusted",
+          file.string(), sidecar.string());
+  std::string text(kMaxDigestFileBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  RecordedDigest recorded;
+  int consumed = 0;
+  const bool parsed = text.size() <= kMaxDigestFileBytes &&
+                      std::sscanf(text.c_str(), "fnv1a64 %16" SCNx64 " %20" SCNu64 "\n%n",
+                                  &recorded.hash, &recorded.size, &consumed) == 2 &&
+                      static_cast<std::size_t>(consumed) == text.size() &&
+                      text == digest_line(recorded.hash, recorded.size);
+  require(parsed,
+          "{}: digest file {} is malformed (expected one line 'fnv1a64 <16 hex digits> "
+          "<size>')",
+          file.string(), sidecar.string());
+  return recorded;
+}
+
+}  // namespace
+
+std::uint64_t fnv1a64(std::span<const char> bytes) {
+  std::uint64_t hash = kFnvOffsetBasis;
+  for (const char byte : bytes) {
+    hash ^= static_cast<unsigned char>(byte);
+    hash *= kFnvPrime;
+  }
+  return hash;
+}
+
+fs::path digest_path(const fs::path& file) { return fs::path(file.string() + ".digest"); }
+
+void write_digest(const fs::path& file, std::span<const char> bytes) {
+  replace_file(digest_path(file), digest_line(fnv1a64(bytes), bytes.size()));
+}
+
+std::vector<char> read_verified_file(const fs::path& file) {
+  const RecordedDigest recorded = read_digest(file);
+  std::error_code error;
+  const std::uintmax_t size = fs::file_size(file, error);
+  require(!error, "{}: cannot read its size: {}", file.string(), error.message());
+  require(size == recorded.size,
+          "{}: {} bytes, but its digest file records {} (truncated or changed since it was saved)",
+          file.string(), size, recorded.size);
+  std::vector<char> bytes(static_cast<std::size_t>(size));
+  std::ifstream in(file, std::ios::binary);
+  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  require(static_cast<std::uintmax_t>(in.gcount()) == size, "{}: cannot read its {} bytes",
+          file.string(), size);
+  const std::uint64_t actual = fnv1a64(bytes);
+  require(actual == recorded.hash,
+          "{}: its content digest fnv1a64 {:016x} differs from the recorded {:016x} (the file is "
+          "corrupt)",
+          file.string(), actual, recorded.hash);
+  return bytes;
+}
+
+}  // namespace relpos
