@@ -7,7 +7,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <functional>
+#include <iterator>
+#include <optional>
 #include <regex>
 #include <set>
 #include <span>
@@ -508,6 +511,13 @@ std::optional<std::int64_t> step_of_checkpoint_name(const std::string& filename)
   return std::stoll(match[1].str());
 }
 
+// The contents of a small file, or nothing when it does not exist.
+std::optional<std::string> read_small_file(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return std::nullopt;
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
 // Removes <checkpoint>.digest if there is one.
 void remove_digest(const fs::path& checkpoint) {
   std::error_code error;
@@ -542,8 +552,18 @@ void save_checkpoint(const fs::path& path, const Checkpoint& checkpoint) {
     // file, or a new digest beside an older file of the same name: a mismatch, so the
     // wrong bytes are never trusted).
     const std::vector<char> image = hdf5_image(path.string() + ".tmp", checkpoint);
+    const std::optional<std::string> old_digest = read_small_file(digest_path(path));
     write_digest(path, image);
-    replace_file(path, image);
+    try {
+      replace_file(path, image);
+    } catch (const UsageError&) {
+      // The file at `path`, if any, is untouched: give it back its own digest.
+      if (old_digest)
+        replace_file(digest_path(path), *old_digest);
+      else
+        remove_digest(path);
+      throw;
+    }
   } catch (const UsageError& error) {
     fail("cannot save checkpoint {}: {}", path.string(), error.what());
   } catch (const H5::Exception& error) {
