@@ -6,9 +6,9 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <cstdlib>
 #include <limits>
 #include <map>
 #include <sstream>
@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "autograd/error.h"
+#include "layers/position/registry.h"
 #include "tests/fixture.h"
 #include "tests/test_files.h"
-#include "layers/position/registry.h"
 #include "train/config.h"
 
 namespace relpos {
@@ -84,12 +84,13 @@ void require_same(const RunConfig& a, const RunConfig& b) {
   CHECK(a.train.seed == b.train.seed);
   CHECK(a.train.threads == b.train.threads);
   CHECK(a.train.device == b.train.device);
+  CHECK(a.train.deterministic_reduce == b.train.deterministic_reduce);
   CHECK(a.train.out_dir == b.train.out_dir);
   CHECK(a.eval.lengths == b.eval.lengths);
 }
 
 // require_same compares this many keys; a new key must be added there too.
-constexpr std::size_t kComparedKeys = 58;
+constexpr std::size_t kComparedKeys = 59;
 
 // Every key set to a value other than its default (and valid together).
 const char* const kEveryKeyYaml = R"(model:
@@ -155,6 +156,7 @@ train:
   seed: 18446744073709551615
   threads: 2
   device: cuda
+  deterministic_reduce: true
   out_dir: runs/every key
 eval:
   lengths: [64, 128, 512]
@@ -187,8 +189,19 @@ RunConfig every_key_expected() {
   c.data.task = {20, 3, 4};
   c.optim = {"sgd", 3e-4, 0.8, 0.95, 1e-6, 0.5, 0.9, true, 0.0, 4};
   c.schedule = {"warmup_linear", 7, 1e-5};
-  c.train = {77, 3, 11, 2, 13, 0, "rollback", 5, std::numeric_limits<std::uint64_t>::max(), 2,
-             "cuda", "runs/every key"};
+  c.train = {77,
+             3,
+             11,
+             2,
+             13,
+             0,
+             "rollback",
+             5,
+             std::numeric_limits<std::uint64_t>::max(),
+             2,
+             "cuda",
+             true,
+             "runs/every key"};
   c.eval.lengths = {64, 128, 512};
   return c;
 }
@@ -201,7 +214,8 @@ TEST_CASE("config: no files and no overrides give the struct defaults", "[config
   // Spot checks of the documented defaults, independent of the structs.
   CHECK(c.model.d_model == 128);
   CHECK(c.model.position.scheme == "none");
-  CHECK(c.model.position.get<bool>("bidirectional_buckets") == false);  // follows model.causal = true
+  CHECK(c.model.position.get<bool>("bidirectional_buckets") ==
+        false);  // follows model.causal = true
   CHECK(c.optim.lr == 1e-3);
   CHECK(c.train.out_dir == "runs/default");
   CHECK(c.eval.lengths.empty());
@@ -467,7 +481,8 @@ TEST_CASE("config: to_yaml writes every key as nested maps in schema order", "[c
 
 TEST_CASE("config: bidirectional_buckets follows model.causal unless set", "[config]") {
   CHECK(from_overrides({}).model.position.get<bool>("bidirectional_buckets") == false);
-  CHECK(from_overrides({"model.causal=false"}).model.position.get<bool>("bidirectional_buckets") == true);
+  CHECK(from_overrides({"model.causal=false"}).model.position.get<bool>("bidirectional_buckets") ==
+        true);
   CHECK(from_overrides({"model.causal=false", "model.position.bidirectional_buckets=false"})
             .model.position.get<bool>("bidirectional_buckets") == false);
   CHECK(from_overrides({"model.causal=true", "model.position.bidirectional_buckets=true"})
@@ -475,7 +490,8 @@ TEST_CASE("config: bidirectional_buckets follows model.causal unless set", "[con
   TempDir dir("config");
   const std::string set =
       dir.write("set.yaml", "model:\n  position:\n    bidirectional_buckets: false\n");
-  CHECK(load_config({set}, {"model.causal=false"}).model.position.get<bool>("bidirectional_buckets") == false);
+  CHECK(load_config({set}, {"model.causal=false"})
+            .model.position.get<bool>("bidirectional_buckets") == false);
 }
 
 TEST_CASE("config: a warmup longer than the run is cut to the run", "[config]") {
@@ -638,8 +654,8 @@ std::string position_keys_table() {
     std::string type = key.type;
     for (std::size_t i = 0; i < key.choices.size(); ++i)
       type += (i == 0 ? ": `" : ", `") + key.choices[i] + "`";
-    table += fmt::format("| `{}` | {} | `{}` | {} |\n", key.path, type, key.default_value,
-                         key.meaning);
+    table +=
+        fmt::format("| `{}` | {} | `{}` | {} |\n", key.path, type, key.default_value, key.meaning);
   }
   return table;
 }

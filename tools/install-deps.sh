@@ -13,6 +13,7 @@ packages=(
   libfmt-dev               # formatting
   python3-matplotlib       # figures (tools/plot.py; relpos runs without it)
   clang-format             # the formatting check (tools/check-format.sh)
+  openmpi-bin libopenmpi-dev  # data-parallel training under mpirun (docs/distributed.md)
 )
 
 missing=()

@@ -207,6 +207,11 @@ std::vector<ConfigKey> run_keys() {
        {"cpu", "cuda"},
        "where the model runs",
        [](RunConfig& c) -> F { return &c.train.device; }},
+      {"train.deterministic_reduce",
+       {},
+       "with several MPI ranks: sum gradients in rank order on rank 0 (bit-identical run to run, "
+       "slower) instead of MPI_Allreduce",
+       [](RunConfig& c) -> F { return &c.train.deterministic_reduce; }},
       {"train.out_dir",
        {},
        "directory for checkpoints, metrics and plots",

@@ -1,5 +1,6 @@
 #include "train/evaluate.h"
 
+#include <array>
 #include <cmath>
 #include <numbers>
 
@@ -7,6 +8,7 @@
 #include "autograd/ops/loss.h"
 #include "autograd/tape.h"
 #include "train/device_placement.h"
+#include "train/distributed.h"
 
 namespace relpos {
 
@@ -20,12 +22,22 @@ std::vector<EvalPoint> evaluate(TransformerLM& model, const DataSource& data,
   for (std::int64_t length : lengths) {
     double total = 0.0;
     std::int64_t scored = 0;
-    for (const Batch& batch : data.eval_batches(length, batches)) {
+    const std::vector<Batch> all = data.eval_batches(length, batches);
+    // Under mpirun, rank r evaluates batches r, r + N, ...; the sums are then reduced.
+    for (std::size_t i = static_cast<std::size_t>(rank()); i < all.size();
+         i += static_cast<std::size_t>(world_size())) {
+      const Batch& batch = all[i];
       const Tensor logits = model.forward(batch.inputs.to(device));  // (B, L, V)
-      total += cross_entropy(logits, batch.targets.to(device), kIgnoreTarget, Reduction::sum)
-                   .item();
+      total +=
+          cross_entropy(logits, batch.targets.to(device), kIgnoreTarget, Reduction::sum).item();
       const std::int64_t* t = batch.targets.data<std::int64_t>();
       for (std::int64_t i = 0; i < batch.targets.numel(); ++i) scored += t[i] != kIgnoreTarget;
+    }
+    if (world_size() > 1) {
+      std::array<double, 2> sums{total, static_cast<double>(scored)};
+      all_reduce_sum(sums, false);
+      total = sums[0];
+      scored = static_cast<std::int64_t>(sums[1]);
     }
     require(scored > 0, "evaluation at length {}: the validation data has no scored tokens",
             length);

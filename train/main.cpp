@@ -1,6 +1,10 @@
 // The relpos executable: subcommands for training, evaluation, sampling,
 // ablations and inspection. Errors become one line on stderr: exit 2 for bad
 // input, 1 for internal failures; a run stopped by SIGINT/SIGTERM exits 130/143.
+// Under mpirun, an error raised alike on every rank is printed once, by rank 0; an
+// error of one rank alone is printed by that rank and ends the whole job (MPI_Abort).
+#include <fmt/format.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <iostream>
@@ -8,10 +12,29 @@
 #include "autograd/blas_kernel.h"
 #include "autograd/error.h"
 #include "train/commands/commands.h"
+#include "train/distributed.h"
 #include "train/stop_signal.h"
+
+namespace {
+
+// Prints `line` and returns `code`, on every rank when the error is this rank's alone
+// (then the job is aborted), on rank 0 only when every rank raised it.
+int report(const std::string& line, int code, bool on_every_rank) {
+  if (relpos::world_size() == 1 || on_every_rank) {
+    if (relpos::is_root()) std::cerr << line << std::flush;
+    return code;
+  }
+  std::cerr << fmt::format("{} (rank {} of {})\n", line.substr(0, line.size() - 1), relpos::rank(),
+                           relpos::world_size())
+            << std::flush;
+  relpos::abort_job(code);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   relpos::use_best_blas_kernel(argv);
+  const relpos::DistributedScope mpi(argc, argv);
   CLI::App app{"relpos: train small transformer LMs and ablate their position schemes"};
   app.require_subcommand(1);
   relpos::add_train_command(app);
@@ -24,21 +47,20 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success))
-      return app.exit(e);  // --help
-    std::cerr << "relpos: error: " << e.what() << " (see --help)\n";
-    return 2;
+      return relpos::is_root() ? app.exit(e) : 0;  // --help
+    return report(fmt::format("relpos: error: {} (see --help)\n", e.what()), 2, true);
   } catch (const relpos::StopRequested& e) {  // SIGINT or SIGTERM: saved, then stopped
-    std::cerr << "relpos: " << e.what() << "\n";
-    return e.exit_code();
+    return report(fmt::format("relpos: {}\n", e.what()), e.exit_code(), true);
+  } catch (const relpos::CollectiveError& e) {
+    return report(fmt::format("relpos: error: {}\n", e.what()), 2, true);
   } catch (const relpos::UsageError& e) {
-    std::cerr << "relpos: error: " << e.what() << "\n";
+    report(fmt::format("relpos: error: {}\n", e.what()), 2, false);
     // Without HDF5's exit-time teardown: after some corrupt files, HDF5 1.10 has leaked
     // blocks and would print "infinite loop closing library" lines after our one line.
     std::cout.flush();
     std::_Exit(2);
   } catch (const std::exception& e) {
-    std::cerr << "relpos: internal error: " << e.what() << "\n";
-    return 1;
+    return report(fmt::format("relpos: internal error: {}\n", e.what()), 1, false);
   }
   return 0;
 }

@@ -4,7 +4,6 @@
 
 #include <fstream>
 #include <limits>
-
 #include <nlohmann/json.hpp>
 
 #include "autograd/error.h"
@@ -21,7 +20,9 @@ void write_summary(const std::filesystem::path& out_dir, const TrainSummary& s) 
                             {"wall_seconds", s.wall_seconds},
                             {"peak_rss_bytes", s.peak_rss_bytes},
                             {"peak_tensor_bytes", s.peak_tensor_bytes},
-                            {"parameters", s.parameters}};
+                            {"parameters", s.parameters},
+                            {"world_size", s.world_size},
+                            {"all_reduce_seconds_per_step", s.all_reduce_seconds_per_step}};
   write_file_atomic(out_dir / "summary.json", j.dump(2) + "\n");
 }
 
@@ -45,6 +46,8 @@ std::optional<TrainSummary> read_summary(const std::filesystem::path& out_dir) {
   s.peak_rss_bytes = j.value("peak_rss_bytes", std::size_t{0});
   s.peak_tensor_bytes = j.value("peak_tensor_bytes", std::size_t{0});
   s.parameters = j.value("parameters", 0);
+  s.world_size = j.value("world_size", 1);
+  s.all_reduce_seconds_per_step = j.value("all_reduce_seconds_per_step", 0.0);
   return s;
 }
 

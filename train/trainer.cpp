@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <cmath>
+#include <csignal>
 #include <iostream>
 #include <limits>
 
@@ -19,7 +21,9 @@
 #include "train/atomic_file.h"
 #include "train/config_schema.h"
 #include "train/config_value.h"
+#include "train/data_parallel.h"
 #include "train/device_placement.h"
+#include "train/distributed.h"
 #include "train/divergence.h"
 #include "train/evaluate.h"
 #include "train/metrics.h"
@@ -230,17 +234,37 @@ std::string last_good_text(const std::optional<std::filesystem::path>& last_good
 
 TrainSummary train(RunState& run, RunStart start) {
   const RunConfig& c = run.config;
-  const RunFolder folder(c.train.out_dir, run.resumed_from.empty() ? start : RunStart::resume);
-  const std::filesystem::path out = folder.path(), checkpoints = out / "checkpoints";
-  if (!folder.moved_aside().empty())
-    std::cerr << fmt::format("relpos: moved the earlier contents of {} to {}\n", out.string(),
-                             folder.moved_aside().string());
-  std::error_code ignored;
-  std::filesystem::remove(out / "summary.json", ignored);  // written again when this run ends
-  write_file_atomic(out / "config.yaml", to_yaml(c));
-  write_file_atomic(out / fmt::format("config.{}.yaml", run.step), to_yaml(c));
-  MetricsLog metrics(out, run.step);
-  record_config_changes(run, metrics);
+  // Under mpirun, rank 0 alone owns the folder, writes its files and prints; every rank
+  // trains on its rows of each batch (docs/distributed.md).
+  const int world = world_size();
+  const bool root = is_root();
+  if (c.data.batch_size % world != 0)
+    fail_everywhere(
+        "data.batch_size: {} is not a multiple of the {} MPI ranks (each rank trains on "
+        "batch_size / ranks rows of every batch)",
+        c.data.batch_size, world);
+  std::optional<RunFolder> folder;
+  std::optional<MetricsLog> metrics_log;
+  run_collectively([&] {
+    if (!root) return;
+    folder.emplace(c.train.out_dir, run.resumed_from.empty() ? start : RunStart::resume);
+    const std::filesystem::path dir = folder->path();
+    if (!folder->moved_aside().empty())
+      std::cerr << fmt::format("relpos: moved the earlier contents of {} to {}\n", dir.string(),
+                               folder->moved_aside().string());
+    std::error_code ignored;
+    std::filesystem::remove(dir / "summary.json", ignored);  // written again when this run ends
+    write_file_atomic(dir / "config.yaml", to_yaml(c));
+    write_file_atomic(dir / fmt::format("config.{}.yaml", run.step), to_yaml(c));
+    metrics_log.emplace(dir, run.step);
+    record_config_changes(run, *metrics_log);
+  });
+  const std::filesystem::path out =
+      folder ? folder->path() : std::filesystem::path(c.train.out_dir);
+  const std::filesystem::path checkpoints = out / "checkpoints";
+  auto write_metrics = [&](const nlohmann::json& record) {
+    if (metrics_log) metrics_log->write(record);
+  };
   const LrSchedule schedule = make_schedule(
       c.schedule.name, {c.optim.lr, c.schedule.min_lr, c.schedule.warmup_steps, c.train.steps});
   TransformerLM& model = *run.model;
@@ -251,10 +275,20 @@ TrainSummary train(RunState& run, RunStart start) {
   TrainSummary summary;
   summary.parameters = model.parameter_count();
   allocator_for(run.device).reset_peak();
-  progress.message(fmt::format("relpos: {} parameters on {}, {}, {} steps from step {}, out_dir {}",
-                               summary.parameters, name_of(run.device), run.data->describe(),
-                               c.train.steps, run.step, out.string()));
+  auto say = [&](const std::string& line) {
+    if (root) progress.message(line);
+  };
+  say(fmt::format(
+      "relpos: {} parameters on {}, {}, {} steps from step {}, out_dir {}{}", summary.parameters,
+      name_of(run.device), run.data->describe(), c.train.steps, run.step, out.string(),
+      world > 1 ? fmt::format(", {} MPI ranks of {} rows", world, c.data.batch_size / world) : ""));
+  summary.world_size = world;
+  std::optional<GradientAllReduce> all_reduce;
+  if (world > 1) all_reduce.emplace(run.model->parameters(), c.train.deterministic_reduce);
+  double all_reduce_seconds = 0.0;  // summed over the steps of this process
+
   const StopSignals signals;
+  const std::int64_t step_at_start = run.step;
   std::optional<std::filesystem::path> last_good;  // a checkpoint known to be finite
   if (!run.resumed_from.empty()) last_good = run.resumed_from;
 
@@ -265,47 +299,52 @@ TrainSummary train(RunState& run, RunStart start) {
     if (!bad) bad = first_non_finite(state.optim);
     if (bad) return bad;
     const std::filesystem::path path = checkpoint_path(checkpoints, run.step);
-    save_checkpoint(path, state);
-    keep_last_checkpoints(checkpoints, static_cast<int>(c.train.keep_checkpoints));
+    if (root) {
+      save_checkpoint(path, state);
+      keep_last_checkpoints(checkpoints, static_cast<int>(c.train.keep_checkpoints));
+    }
+    barrier();  // every rank may read it back (a rollback) once it is complete
     last_good = path;
     return std::nullopt;
   };
   auto run_eval = [&](bool record) {
     const EvalPoint p = evaluate(model, *run.data, train_length, c.train.eval_batches).front();
     if (record)
-      metrics.write({{"step", run.step},
+      write_metrics({{"step", run.step},
                      {"val_loss", p.loss},
                      {"val_bpb", p.bits_per_byte},
                      {"val_ppl", p.perplexity}});
-    progress.message(fmt::format("step {}: val loss {:.4f} ({:.3f} bits/byte)", run.step, p.loss,
-                                 p.bits_per_byte));
+    say(fmt::format("step {}: val loss {:.4f} ({:.3f} bits/byte)", run.step, p.loss,
+                    p.bits_per_byte));
     summary.final_val_loss = p.loss;
   };
   // Stops the run, or (train.on_divergence=rollback) reloads the last good checkpoint with
   // half the learning rate. `step` counts from 1, as metrics and checkpoints do.
   auto diverged = [&](std::int64_t step, const std::string& what) {
     const bool rollback = c.train.on_divergence == "rollback";
+    // Every rank reaches this alike: the loss, the norm and the parameters are global.
     if (!rollback || !last_good || run.lr_halvings >= c.train.max_rollbacks)
-      fail("training diverged at step {}: {}{}; lower optim.lr or raise optim.grad_clip{}. {}",
-           step, what,
-           rollback ? fmt::format(" (after {} rollbacks, train.max_rollbacks={})", run.lr_halvings,
-                                  c.train.max_rollbacks)
-                    : "",
-           rollback ? "" : ", or set train.on_divergence=rollback",
-           last_good_text(last_good, checkpoints));
+      fail_everywhere(
+          "training diverged at step {}: {}{}; lower optim.lr or raise optim.grad_clip{}. {}", step,
+          what,
+          rollback ? fmt::format(" (after {} rollbacks, train.max_rollbacks={})", run.lr_halvings,
+                                 c.train.max_rollbacks)
+                   : "",
+          rollback ? "" : ", or set train.on_divergence=rollback",
+          last_good_text(last_good, checkpoints));
     const std::int64_t halvings = run.lr_halvings + 1;
     load_training_state(run, load_checkpoint(*last_good), *last_good);
     run.lr_halvings = halvings;
     const double scale = std::ldexp(1.0, -static_cast<int>(halvings));
-    metrics.truncate_after(run.step, true);
-    metrics.write({{"event", "rollback"},
+    if (metrics_log) metrics_log->truncate_after(run.step, true);
+    write_metrics({{"event", "rollback"},
                    {"step", run.step},
                    {"diverged_at", step},
                    {"reason", what},
                    {"lr_scale", scale},
                    {"rollback", halvings},
                    {"max_rollbacks", c.train.max_rollbacks}});
-    progress.message(fmt::format(
+    say(fmt::format(
         "relpos: training diverged at step {} ({}); rolled back to {} (step {}) with the learning "
         "rate scaled by {} (rollback {} of {})",
         step, what, last_good->string(), run.step, scale, halvings, c.train.max_rollbacks));
@@ -319,13 +358,17 @@ TrainSummary train(RunState& run, RunStart start) {
                                 std::max(summary.wall_seconds, 1e-9);
     summary.peak_rss_bytes = peak_rss_bytes();
     summary.peak_tensor_bytes = allocator_for(run.device).stats().peak_bytes;
-    write_summary(out, summary);
+    const std::int64_t steps_run = run.step - step_at_start;
+    summary.all_reduce_seconds_per_step =
+        steps_run > 0 ? all_reduce_seconds / static_cast<double>(steps_run) : 0.0;
+    if (root) write_summary(out, summary);
   };
 
   auto window_start = std::chrono::steady_clock::now();
   std::int64_t window_tokens = 0;
+  double window_all_reduce_seconds = 0.0;
+  std::int64_t window_steps = 0;
   const std::int64_t tokens_at_start = run.tokens_seen;
-  const std::int64_t step_at_start = run.step;
   double loss_value = std::numeric_limits<double>::quiet_NaN();  // none trained yet
   while (run.step < c.train.steps) {
     const double lr = schedule(run.step) * std::ldexp(1.0, -static_cast<int>(run.lr_halvings));
@@ -333,14 +376,36 @@ TrainSummary train(RunState& run, RunStart start) {
     model.set_dropout_seed(mix64(c.train.seed, static_cast<std::uint64_t>(run.step) + 3));
     loss_value = 0.0;
     for (std::int64_t micro = 0; micro < c.optim.grad_accum; ++micro) {
-      const Batch batch = run.data->next_train();
-      const Tensor logits = model.forward(batch.inputs.to(run.device));  // (B, L, V)
-      Tensor loss = cross_entropy(logits, batch.targets.to(run.device), kIgnoreTarget);
+      const Batch batch = run.data->next_train();  // the global batch, (B, L)
+      Tensor loss;
+      if (world == 1) {
+        const Tensor logits = model.forward(batch.inputs.to(run.device));  // (B, L, V)
+        loss = cross_entropy(logits, batch.targets.to(run.device), kIgnoreTarget);
+      } else {
+        // This rank's rows, (B/N, L): its summed loss over the global batch's scored
+        // targets, so that the ranks' losses (and gradients) add up to the global mean.
+        const Batch mine = rank_rows(batch, rank(), world);
+        const Tensor logits = model.forward(mine.inputs.to(run.device));  // (B/N, L, V)
+        loss = cross_entropy(logits, mine.targets.to(run.device), kIgnoreTarget, Reduction::sum) *
+               (1.0 / static_cast<double>(std::max<std::int64_t>(1, scored_targets(batch))));
+      }
       if (c.optim.grad_accum > 1) loss = loss * (1.0 / static_cast<double>(c.optim.grad_accum));
       loss_value += loss.item();
       backward(loss);
       window_tokens += batch.inputs.numel();
       run.tokens_seen += batch.inputs.numel();
+    }
+    int stop_signal = 0;
+    if (all_reduce) {
+      stop_signal = signals.requested();
+      const double seconds = all_reduce->sum(run.optimizer->parameters());
+      // The loss and the stop request travel together: every rank stops at the same step.
+      std::array<double, 2> step_values{loss_value, stop_signal != 0 ? 1.0 : 0.0};
+      all_reduce_sum(step_values, c.train.deterministic_reduce);
+      loss_value = step_values[0];
+      if (stop_signal == 0 && step_values[1] > 0) stop_signal = SIGTERM;
+      all_reduce_seconds += seconds;
+      window_all_reduce_seconds += seconds;
     }
     const double grad_norm = gradient_norm(run.optimizer->parameters(), c.optim.grad_clip);
     if (!std::isfinite(loss_value) || !std::isfinite(grad_norm)) {
@@ -355,23 +420,29 @@ TrainSummary train(RunState& run, RunStart start) {
       continue;
     }
     ++run.step;
+    ++window_steps;
 
     if (run.step % c.train.log_every == 0 || run.step == c.train.steps) {
       const double seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - window_start).count();
       const double tps = static_cast<double>(window_tokens) / std::max(seconds, 1e-9);
-      metrics.write({{"step", run.step},
-                     {"loss", loss_value},
-                     {"lr", lr},
-                     {"grad_norm", grad_norm},
-                     {"tokens_per_s", tps},
-                     {"tokens", run.tokens_seen}});
-      progress.update(run.step, loss_value, lr, tps);
+      nlohmann::json record = {
+          {"step", run.step},       {"loss", loss_value},  {"lr", lr},
+          {"grad_norm", grad_norm}, {"tokens_per_s", tps}, {"tokens", run.tokens_seen}};
+      if (world > 1) {
+        record["world_size"] = world;
+        record["all_reduce_s_per_step"] =
+            window_all_reduce_seconds / static_cast<double>(window_steps);
+      }
+      write_metrics(record);
+      if (root) progress.update(run.step, loss_value, lr, tps);
       window_start = std::chrono::steady_clock::now();
       window_tokens = 0;
+      window_all_reduce_seconds = 0.0;
+      window_steps = 0;
     }
     if (run.step % c.train.eval_every == 0 || run.step == c.train.steps) run_eval(true);
-    const int stop_signal = signals.requested();
+    if (!all_reduce) stop_signal = signals.requested();
     if (stop_signal != 0 || run.step % c.train.checkpoint_every == 0 || run.step == c.train.steps) {
       if (const auto bad = save()) {
         diverged(run.step, fmt::format("{} is not finite, so it cannot be saved", *bad));
@@ -379,7 +450,7 @@ TrainSummary train(RunState& run, RunStart start) {
       }
     }
     if (stop_signal != 0) {
-      progress.finish();
+      if (root) progress.finish();
       summarize(loss_value, tokens_at_start);
       throw StopRequested(
           stop_signal,
@@ -389,7 +460,17 @@ TrainSummary train(RunState& run, RunStart start) {
               (out / "summary.json").string(), out.string()));
     }
   }
-  progress.finish();
+  if (root) progress.finish();
+  if (world > 1) {
+    const Checkpoint state = snapshot(run);
+    std::uint64_t hash = state_hash(state.params);
+    hash ^= state_hash(state.optim) * 31;
+    hash = require_same_state_on_all_ranks(hash);
+    say(
+        fmt::format("relpos: all {} ranks hold the same parameters and optimizer state (hash "
+                    "{:#018x})",
+                    world, hash));
+  }
   // Resumed at or past the last step: nothing trained, but the summary still reports the
   // model's validation loss (metrics.jsonl already holds it).
   if (run.step == step_at_start) run_eval(false);

@@ -23,6 +23,8 @@ struct TrainSummary {
   std::size_t peak_rss_bytes = 0;
   std::size_t peak_tensor_bytes = 0;
   std::int64_t parameters = 0;
+  int world_size = 1;                        // MPI ranks that trained it
+  double all_reduce_seconds_per_step = 0.0;  // in the gradient all-reduce; 0 with one rank
 };
 
 // One setting a resume changed, as YAML text before and after.

@@ -7,6 +7,7 @@
 
 #include "train/ablation.h"
 #include "train/commands/commands.h"
+#include "train/distributed.h"
 #include "train/plot_script.h"
 
 namespace relpos {
@@ -18,6 +19,7 @@ struct AblateOptions {
 };
 
 void run(const AblateOptions& o) {
+  require_single_rank("relpos ablate");
   const AblationSweep sweep = load_sweep(o.sweep);
   if (o.dry_run) {
     const std::vector<RunConfig> configs = resolve_variant_configs(sweep);

@@ -2,13 +2,13 @@
 #include <fmt/format.h>
 
 #include <iostream>
-
 #include <nlohmann/json.hpp>
 
 #include "autograd/error.h"
-#include "train/commands/commands.h"
-#include "train/evaluate.h"
 #include "train/atomic_file.h"
+#include "train/commands/commands.h"
+#include "train/distributed.h"
+#include "train/evaluate.h"
 #include "train/metrics.h"
 #include "train/trainer.h"
 
@@ -24,6 +24,7 @@ struct EvalOptions {
 };
 
 void run(const EvalOptions& o) {
+  require_single_rank("relpos eval");
   RunState state = load_run_for_inference(o.checkpoint, o.data);
   std::vector<std::int64_t> lengths = o.lengths;
   if (lengths.empty()) lengths = state.config.eval.lengths;
@@ -35,13 +36,17 @@ void run(const EvalOptions& o) {
                            state.data->describe());
   std::cout << fmt::format("{:>8} {:>10} {:>12} {:>10} {:>10}\n", "length", "loss", "perplexity",
                            "bits/byte", "tokens");
-  nlohmann::json out = {{"checkpoint", o.checkpoint}, {"step", state.step},
-                        {"data", state.data->describe()}, {"results", nlohmann::json::array()}};
+  nlohmann::json out = {{"checkpoint", o.checkpoint},
+                        {"step", state.step},
+                        {"data", state.data->describe()},
+                        {"results", nlohmann::json::array()}};
   for (const EvalPoint& p : points) {
     std::cout << fmt::format("{:>8} {:>10.4f} {:>12.3f} {:>10.4f} {:>10}\n", p.length, p.loss,
                              p.perplexity, p.bits_per_byte, p.tokens);
-    out["results"].push_back({{"length", p.length}, {"loss", p.loss},
-                              {"perplexity", p.perplexity}, {"bits_per_byte", p.bits_per_byte},
+    out["results"].push_back({{"length", p.length},
+                              {"loss", p.loss},
+                              {"perplexity", p.perplexity},
+                              {"bits_per_byte", p.bits_per_byte},
                               {"tokens", p.tokens}});
   }
   const std::filesystem::path json =
@@ -61,8 +66,10 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--data", options->data, "data source (default: the run's)");
   cmd->add_option("--lengths", options->lengths, "evaluation lengths, e.g. 128,256,512")
       ->delimiter(',');
-  cmd->add_option("--batches", options->batches, "batches per length (default: train.eval_batches)");
-  cmd->add_option("--json", options->json, "where to write the JSON (default: CHECKPOINT.eval.json)");
+  cmd->add_option("--batches", options->batches,
+                  "batches per length (default: train.eval_batches)");
+  cmd->add_option("--json", options->json,
+                  "where to write the JSON (default: CHECKPOINT.eval.json)");
   cmd->callback([options] { run(*options); });
 }
 

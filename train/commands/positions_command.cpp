@@ -22,7 +22,7 @@ namespace {
 
 struct PositionsOptions {
   std::string scheme;
-  PositionConfig config;  // the scheme's keys, from --<key> options
+  PositionConfig config;               // the scheme's keys, from --<key> options
   std::int64_t q_len = 16, k_len = 0;  // k_len 0: same as q_len
   bool causal = false;
   bool csv = false;
@@ -55,14 +55,16 @@ void print_grid(const Grid& grid, const PositionsOptions& o, const std::string& 
                 bool mask) {
   std::size_t width = 1;
   for (const auto& row : grid)
-    for (const auto& v : row) if (v) width = std::max(width, std::to_string(*v).size());
+    for (const auto& v : row)
+      if (v) width = std::max(width, std::to_string(*v).size());
   width = std::max(width, std::to_string(o.k_len - 1).size());
   const std::size_t label = std::max<std::size_t>(std::to_string(o.q_len - 1).size(), 3);
   std::cout << caption << ", q_len " << o.q_len << ", k_len " << o.k_len
             << (mask ? ", '.' = masked (future)" : "") << "\n";
   std::cout << fmt::format("{:>{}} |", "i\\j", label);
   for (std::int64_t j = 0; j < o.k_len; ++j) std::cout << fmt::format(" {:>{}}", j, width);
-  std::cout << "\n" << std::string(label + 1, '-') << "+"
+  std::cout << "\n"
+            << std::string(label + 1, '-') << "+"
             << std::string(static_cast<std::size_t>(o.k_len) * (width + 1), '-') << "\n";
   for (std::size_t i = 0; i < grid.size(); ++i) {
     std::cout << fmt::format("{:>{}} |", i, label);
@@ -98,8 +100,8 @@ void run(const PositionsOptions& given) {
   PositionsOptions o = given;
   if (o.k_len == 0) o.k_len = o.q_len;
   require(o.q_len >= 1, "--q-len must be >= 1, got {}", o.q_len);
-  require(o.k_len >= o.q_len, "--k-len ({}) must be >= --q-len ({}): queries are the last positions",
-          o.k_len, o.q_len);
+  require(o.k_len >= o.q_len,
+          "--k-len ({}) must be >= --q-len ({}): queries are the last positions", o.k_len, o.q_len);
   require(o.png.empty() || std::filesystem::path(o.png).extension() == ".png",
           "--png '{}': expected a file name ending in .png", o.png);
   const PositionSchemeEntry& entry = *find_position_scheme(o.scheme);
@@ -151,9 +153,9 @@ void add_positions_command(CLI::App& app) {
   auto options = std::make_shared<PositionsOptions>();
   CLI::App* cmd = app.add_subcommand(
       "positions", "Print a position scheme's index or bucket matrix over (query i, key j)");
-  cmd->add_option("scheme", options->scheme,
-                  fmt::format("{} (none: the relative position j - i)",
-                              fmt::join(indexed_schemes(), ", ")))
+  cmd->add_option(
+         "scheme", options->scheme,
+         fmt::format("{} (none: the relative position j - i)", fmt::join(indexed_schemes(), ", ")))
       ->required()
       ->check(CLI::IsMember(indexed_schemes()));
   cmd->add_option("--q-len", options->q_len, "number of queries (the last positions)")

@@ -3,6 +3,7 @@
 
 #include "data/tokenizer.h"
 #include "train/commands/commands.h"
+#include "train/distributed.h"
 #include "train/sample.h"
 #include "train/trainer.h"
 
@@ -17,6 +18,7 @@ struct SampleCommandOptions {
 };
 
 void run(SampleCommandOptions o) {
+  require_single_rank("relpos sample");
   RunState state = load_run_for_inference(o.checkpoint);
   o.sample.use_cache = !o.no_cache;
   const auto generated = generate(*state.model, encode_bytes(o.prompt), o.sample);

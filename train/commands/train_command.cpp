@@ -6,6 +6,7 @@
 
 #include "autograd/error.h"
 #include "train/commands/commands.h"
+#include "train/distributed.h"
 #include "train/metrics.h"
 #include "train/run_summary.h"
 #include "train/trainer.h"
@@ -27,20 +28,28 @@ void run(const TrainOptions& o) {
   require(!files.empty(), "train: give at least one config file (e.g. configs/quickstart.yaml)");
   require(o.resume.empty() || !o.overwrite,
           "train: give --resume (continue the run) or --overwrite (start over), not both");
-  const RunConfig config = load_config(files, overrides);
-  if (o.dump_config) {
-    std::cout << to_yaml(config);
-    return;
-  }
-  std::cout << "# resolved config\n" << to_yaml(config) << std::flush;
-  RunState state = build_run(config);
-  if (!o.resume.empty()) {
-    const auto path = resolve_checkpoint(o.resume);
-    restore_run(state, load_checkpoint_for(state, path), path);
-    std::cout << "resumed from " << path.string() << " at step " << state.step << "\n";
-  }
+  // Under mpirun every rank builds the same run; only rank 0 prints (docs/distributed.md).
+  RunState state;
+  bool dumped = false;
+  run_collectively([&] {
+    const RunConfig config = load_config(files, overrides);
+    if (o.dump_config) {
+      if (is_root()) std::cout << to_yaml(config);
+      dumped = true;
+      return;
+    }
+    if (is_root()) std::cout << "# resolved config\n" << to_yaml(config) << std::flush;
+    state = build_run(config);
+    if (!o.resume.empty()) {
+      const auto path = resolve_checkpoint(o.resume);
+      restore_run(state, load_checkpoint_for(state, path), path);
+      if (is_root())
+        std::cout << "resumed from " << path.string() << " at step " << state.step << "\n";
+    }
+  });
+  if (dumped) return;
   const TrainSummary summary = train(state, o.overwrite ? RunStart::overwrite : RunStart::fresh);
-  std::cout << format_summary(summary);
+  if (is_root()) std::cout << format_summary(summary);
 }
 
 }  // namespace
