@@ -87,10 +87,19 @@ TEST_CASE("cli: sizes too large for the machine are refused with exit code 2", "
                          "model.position.num_buckets must be <= 1048576");
   // Used to end in std::bad_alloc (exit 1).
   require_one_line_error(box.run("positions t5 --q-len 4000000 --csv"), "--q-len 4000000");
+  // Evaluation lengths asked for on the command line are bounded too (were exit 1 or a hang).
+  REQUIRE(box.run("train " + tiny + out_dir).exit_code == 0);
+  const std::string checkpoint = (box.path() / "run" / "checkpoints" / "ckpt_00000002.h5").string();
+  require_one_line_error(
+      box.run("eval " + checkpoint + " --data copy --lengths 4611686018427387904"),
+      "--lengths, --batches: the run would not fit in memory");
+  require_one_line_error(box.run("eval " + checkpoint + " --data copy --lengths 1000000000"),
+                         "eval.lengths=[1000000000]");
   // A config that trains on this machine, against a machine with 1 kB free.
-  require_one_line_error(box.run("train " + tiny + out_dir, "RELPOS_MEMORY_LIMIT=1000"),
+  const std::string other_dir = " train.out_dir=" + (box.path() / "refused").string();
+  require_one_line_error(box.run("train " + tiny + other_dir, "RELPOS_MEMORY_LIMIT=1000"),
                          "would not fit in memory");
-  REQUIRE_FALSE(fs::exists(box.path() / "run" / "checkpoints"));
+  REQUIRE_FALSE(fs::exists(box.path() / "refused"));
 }
 
 TEST_CASE("cli: a key or value holding a newline gives a one-line error", "[cli]") {
