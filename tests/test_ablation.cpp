@@ -345,6 +345,46 @@ TEST_CASE("ablation: the CLI checks a sweep with --dry-run and reports errors in
   REQUIRE(std::count(err.begin(), err.end(), '\n') == 1);
 }
 
+TEST_CASE("ablation: a missing data file in the last variant fails before any variant trains",
+          "[ablation][bounds]") {
+  TempDir box("ablation_data");
+  write_tiny_sweep(box);
+  const fs::path missing = box.path() / "no_such_corpus.txt";
+  const std::string text =
+      tiny_sweep(box.path() / "out") +
+      fmt::format("  - name: typo\n    overrides: [data.source={}]\n", missing.string());
+  const fs::path file = box.write("sweep.yaml", text);
+  const std::string expected = file.string() + ":13: variant 'typo': ";
+  std::ostringstream log;
+  REQUIRE_THROWS_WITH(run_sweep(load_sweep(file), log),
+                      Catch::StartsWith(expected) && Catch::Contains(missing.string()));
+  REQUIRE_FALSE(fs::exists(box.path() / "out" / "none"));
+
+  // --dry-run opens every variant's data too, and checks every memory estimate.
+  const auto dry_run = [&](const std::string& env, const fs::path& sweep_file) {
+    const std::string cmd = env + " " + std::string(RELPOS_CLI) + " ablate --dry-run " +
+                            sweep_file.string() + " > " + (box.path() / "stdout").string() +
+                            " 2> " + (box.path() / "stderr").string();
+    const int status = std::system(cmd.c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  REQUIRE(dry_run("", file) == 2);
+  const std::string err = slurp(box.path() / "stderr");
+  INFO(err);
+  REQUIRE(err.rfind("relpos: error: " + expected, 0) == 0);
+  REQUIRE(err.find(missing.string()) != std::string::npos);
+  REQUIRE(std::count(err.begin(), err.end(), '\n') == 1);
+
+  const fs::path good = box.write("good.yaml", tiny_sweep(box.path() / "out"));
+  REQUIRE(dry_run("", good) == 0);
+  REQUIRE(slurp(box.path() / "stdout").find("GiB)") != std::string::npos);
+  REQUIRE(dry_run("RELPOS_MEMORY_LIMIT=1000", good) == 2);
+  const std::string memory = slurp(box.path() / "stderr");
+  REQUIRE(memory.rfind("relpos: error: " + good.string() + ":7: variant 'none': ", 0) == 0);
+  REQUIRE(memory.find("would not fit in memory") != std::string::npos);
+  REQUIRE_FALSE(fs::exists(box.path() / "out"));
+}
+
 TEST_CASE("ablation: configs/ablate_positions.yaml compares every scheme on text and a task",
           "[ablation]") {
   const AblationSweep sweep =

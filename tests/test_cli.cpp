@@ -28,8 +28,9 @@ struct Result {
 struct Sandbox : relpos::testing::TempDir {
   Sandbox() : TempDir("cli") {}
 
-  Result run(const std::string& args) const {
-    const std::string cmd = std::string(RELPOS_CLI) + " " + args + " > " +
+  // `env`: assignments for the command's environment, e.g. "NAME=value".
+  Result run(const std::string& args, const std::string& env = "") const {
+    const std::string cmd = env + " " + std::string(RELPOS_CLI) + " " + args + " > " +
                             (path() / "out").string() + " 2> " + (path() / "err").string();
     const int status = std::system(cmd.c_str());
     return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(path() / "out"),
@@ -106,6 +107,45 @@ TEST_CASE("cli: a warmup longer than the run is cut to it with a one-line note",
   const auto rows = logged_lr_and_loss(cut);
   REQUIRE(rows.size() == 2);
   REQUIRE(rows == logged_lr_and_loss(exact));
+}
+
+TEST_CASE("cli: sizes too large for the machine are refused with exit code 2", "[cli][bounds]") {
+  Sandbox box;
+  const std::string tiny = box.write("tiny.yaml", kTiny).string();
+  const std::string out_dir = " train.out_dir=" + (box.path() / "run").string();
+  // Used to end in std::bad_alloc (exit 1), or SIGSEGV after a wrapped-around count.
+  require_one_line_error(box.run("train " + tiny + out_dir + " model.d_model=1000000000"),
+                         "model.d_model=1000000000");
+  require_one_line_error(box.run("train " + tiny + out_dir + " model.vocab=4611686018427387904"),
+                         "model.vocab=4611686018427387904");
+  require_one_line_error(box.run("train " + tiny + out_dir +
+                                 " model.position.scheme=t5 model.position.num_buckets=1000000000"),
+                         "model.position.num_buckets must be <= 1048576");
+  // Used to end in std::bad_alloc (exit 1).
+  require_one_line_error(box.run("positions t5 --q-len 4000000 --csv"), "--q-len 4000000");
+  // Evaluation lengths asked for on the command line are bounded too (were exit 1 or a hang).
+  REQUIRE(box.run("train " + tiny + out_dir).exit_code == 0);
+  const std::string checkpoint = (box.path() / "run" / "checkpoints" / "ckpt_00000002.h5").string();
+  require_one_line_error(
+      box.run("eval " + checkpoint + " --data copy --lengths 4611686018427387904"),
+      "--lengths, --batches: the run would not fit in memory");
+  require_one_line_error(box.run("eval " + checkpoint + " --data copy --lengths 1000000000"),
+                         "eval.lengths=[1000000000]");
+  // A config that trains on this machine, against a machine with 1 kB free.
+  const std::string other_dir = " train.out_dir=" + (box.path() / "refused").string();
+  require_one_line_error(box.run("train " + tiny + other_dir, "RELPOS_MEMORY_LIMIT=1000"),
+                         "would not fit in memory");
+  REQUIRE_FALSE(fs::exists(box.path() / "refused"));
+}
+
+TEST_CASE("cli: a key or value holding a newline gives a one-line error", "[cli]") {
+  Sandbox box;
+  const auto key = box.write("key.yaml", "model:\n  \"d_mo\\ndel\": 16\n");
+  require_one_line_error(box.run("train " + key.string()), "unknown key 'model.d_mo\\ndel'");
+  const auto value = box.write("value.yaml", "model:\n  norm: \"layer\\nnorm\"\n");
+  require_one_line_error(box.run("train " + value.string()), "got 'layer\\nnorm'");
+  const auto twice = box.write("twice.yaml", "model:\n  d_model: 16\nmodel:\n  n_heads: 2\n");
+  require_one_line_error(box.run("train " + twice.string()), "key 'model' is set twice");
 }
 
 TEST_CASE("cli: checkpoint errors are one line with exit code 2", "[cli]") {

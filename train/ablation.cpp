@@ -21,6 +21,7 @@
 #include "train/config_schema.h"
 #include "train/config_value.h"
 #include "train/evaluate.h"
+#include "train/memory_estimate.h"
 #include "train/metrics.h"
 #include "train/run_summary.h"
 #include "train/trainer.h"
@@ -44,12 +45,9 @@ struct SweepText {
 };
 
 YAML::Node parse_sweep(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  require(in && !fs::is_directory(file), "sweep file '{}': cannot open it", file.string());
-  std::ostringstream text;
-  text << in.rdbuf();
+  const std::string text = read_config_file(file.string(), "sweep file");
   try {
-    return YAML::Load(text.str());
+    return YAML::Load(text);
   } catch (const YAML::Exception& e) {
     fail("{}:{}:{}: invalid YAML: {}", file.string(), e.mark.line + 1, e.mark.column + 1, e.msg);
   }
@@ -62,7 +60,8 @@ void require_known_keys(const YAML::Node& map, const std::set<std::string>& know
     if (known.contains(key)) continue;
     std::string expected;
     for (const std::string& k : known) expected += (expected.empty() ? "" : ", ") + k;
-    fail("{}: unknown key '{}'{} (expected {})", sweep.at(entry.first), key, section, expected);
+    fail("{}: unknown key {}{} (expected {})", sweep.at(entry.first), in_quotes(key), section,
+         expected);
   }
 }
 
@@ -579,13 +578,35 @@ std::vector<RunConfig> resolve_variant_configs(const AblationSweep& sweep) {
   return configs;
 }
 
+void check_variants(const AblationSweep& sweep, const std::vector<RunConfig>& configs,
+                    bool build_models) {
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    const AblationVariant& v = sweep.variants[i];
+    try {
+      if (build_models) {
+        build_run(configs[i]);  // checks the memory estimate, then builds and opens everything
+      } else {
+        require_fits_in_memory(configs[i]);
+        make_source(configs[i].data);
+      }
+    } catch (const UsageError& e) {
+      fail("{}: variant '{}': {}", v.where, v.name, e.what());
+    }
+  }
+}
+
 std::vector<VariantResult> run_sweep(const AblationSweep& sweep, std::ostream& log) {
   const std::vector<RunConfig> configs = resolve_variant_configs(sweep);
+  check_variants(sweep, configs, false);  // before any variant trains
   std::vector<VariantResult> results;
   for (std::size_t i = 0; i < configs.size(); ++i) {
-    const std::string& name = sweep.variants[i].name;
-    log << fmt::format("== variant {}/{}: {}\n", i + 1, configs.size(), name) << std::flush;
-    results.push_back(run_variant(sweep, name, configs[i], log));
+    const AblationVariant& v = sweep.variants[i];
+    log << fmt::format("== variant {}/{}: {}\n", i + 1, configs.size(), v.name) << std::flush;
+    try {
+      results.push_back(run_variant(sweep, v.name, configs[i], log));
+    } catch (const UsageError& e) {
+      fail("{}: variant '{}': {}", v.where, v.name, e.what());
+    }
   }
   write_ablation_report(sweep, results);
   return results;

@@ -40,6 +40,13 @@ AblationSweep load_sweep(const std::filesystem::path& file);
 // the variant, and when a variant's folder holds a run of a different config.
 std::vector<RunConfig> resolve_variant_configs(const AblationSweep& sweep);
 
+// Checks, before any variant trains, that each one can: its memory estimate fits
+// (train/memory_estimate.h) and its data opens (e.g. a corpus file exists and is long
+// enough). With `build_models` (--dry-run), each variant's model, optimizer and data are
+// built, and nothing is trained. Errors name the sweep file:line and the variant.
+void check_variants(const AblationSweep& sweep, const std::vector<RunConfig>& configs,
+                    bool build_models);
+
 // The loss of the final model at one evaluation length; NaN (with a note saying
 // why) where the scheme cannot run at that length.
 struct LengthLoss {

@@ -9,7 +9,6 @@
 #include <iostream>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include "autograd/error.h"
 #include "data/masking.h"
@@ -18,21 +17,25 @@
 #include "train/config_value.h"
 
 namespace relpos {
-namespace {
 
-std::string read_config_file(const std::string& path) {
+std::string read_config_file(const std::string& path, const std::string& what) {
   const auto cannot_open = [&](int error) {
-    fail("config file '{}': cannot open: {}", path, std::strerror(error));
+    fail("{} {}: cannot open: {}", what, in_quotes(path), std::strerror(error));
   };
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) cannot_open(EISDIR);
   std::ifstream in(path, std::ios::binary);
   if (!in) cannot_open(errno);
-  std::ostringstream text;
-  text << in.rdbuf();
-  require(!in.bad(), "config file '{}': cannot read: {}", path, std::strerror(errno));
-  return text.str();
+  std::string text(kMaxConfigFileBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  require(!in.bad(), "{} {}: cannot read: {}", what, in_quotes(path), std::strerror(errno));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  require(text.size() <= kMaxConfigFileBytes, "{} {}: larger than {} bytes", what, in_quotes(path),
+          kMaxConfigFileBytes);
+  return text;
 }
+
+namespace {
 
 // `origin` names the text in the error, e.g. "x.yaml:3:9: invalid YAML: ...".
 YAML::Node parse_yaml(const std::string& text, const std::string& origin) {
@@ -45,8 +48,8 @@ YAML::Node parse_yaml(const std::string& text, const std::string& origin) {
 
 std::string unknown_key(const std::string& where, const std::string& path) {
   const std::string suggestion = closest_config_path(path);
-  if (suggestion.empty()) return fmt::format("{}: unknown key '{}'", where, path);
-  return fmt::format("{}: unknown key '{}' (did you mean '{}'?)", where, path, suggestion);
+  if (suggestion.empty()) return fmt::format("{}: unknown key {}", where, in_quotes(path));
+  return fmt::format("{}: unknown key {} (did you mean '{}'?)", where, in_quotes(path), suggestion);
 }
 
 // Applies layers of settings over the defaults, remembering which keys were set.
@@ -63,14 +66,14 @@ class ConfigBuilder {
   void apply_override(const std::string& text) {
     const ConfigSource source{text, true};
     const auto equals = text.find('=');
-    require(equals != std::string::npos && equals > 0, "override '{}': expected key.path=value",
-            text);
+    require(equals != std::string::npos && equals > 0, "override {}: expected key.path=value",
+            in_quotes(text));
     const std::string path = text.substr(0, equals);
     YAML::Node value;
     try {
       value = YAML::Load(text.substr(equals + 1));
     } catch (const YAML::Exception& e) {
-      fail("override '{}': invalid YAML value: {}", text, e.msg);
+      fail("override {}: invalid YAML value: {}", in_quotes(text), e.msg);
     }
     apply_path(path, source.at(value), value, source);
   }
@@ -104,11 +107,16 @@ class ConfigBuilder {
   }
 
   void apply_section(const YAML::Node& map, const std::string& prefix, const ConfigSource& source) {
+    std::map<std::string, std::string> seen;  // key name -> where, in this mapping
     for (const auto& entry : map) {
       const YAML::Node& key = entry.first;
       require(key.IsScalar(), "{}: expected a key name, got {}", source.at(key),
               describe_node(key));
       const std::string path = prefix.empty() ? key.Scalar() : prefix + "." + key.Scalar();
+      // A section given twice (`model:` twice) would otherwise merge silently.
+      const auto [first, inserted] = seen.emplace(key.Scalar(), source.at(key));
+      require(inserted, "{}: key {} is set twice (first at {})", source.at(key), in_quotes(path),
+              first->second);
       apply_path(path, source.at(key), entry.second, source);
     }
   }
@@ -120,7 +128,8 @@ class ConfigBuilder {
     if (const ConfigKey* key = find_config_key(path)) {
       if (!source.is_override) {
         const auto [first, inserted] = first_set_at_.emplace(path, where);
-        require(inserted, "{}: key '{}' is set twice (first at {})", where, path, first->second);
+        require(inserted, "{}: key {} is set twice (first at {})", where, in_quotes(path),
+                first->second);
       }
       read_config_value(*key, value, source, config_);
       set_keys_.insert(path);
@@ -144,7 +153,8 @@ RunConfig load_config(const std::vector<std::string>& files,
                       const std::vector<std::string>& overrides) {
   ConfigBuilder builder;
   for (const std::string& file : files) {
-    builder.apply_document(parse_yaml(read_config_file(file), file), ConfigSource{file});
+    builder.apply_document(parse_yaml(read_config_file(file, "config file"), file),
+                           ConfigSource{file});
   }
   for (const std::string& text : overrides) builder.apply_override(text);
   return builder.finish();

@@ -1,6 +1,7 @@
 #pragma once
 // The resolved configuration of a run (docs/config.md). Precedence: defaults <
 // YAML files in order < `key.path=value` overrides (each value parsed as YAML).
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -63,6 +64,11 @@ struct RunConfig {
 // key and what was expected.
 RunConfig load_config(const std::vector<std::string>& files,
                       const std::vector<std::string>& overrides);
+// Config and sweep files are read whole, up to this size.
+inline constexpr std::size_t kMaxConfigFileBytes = std::size_t{1} << 20;
+// The text of a config file; a UsageError naming `what` (e.g. "config file") and the path
+// when it cannot be read or is larger than kMaxConfigFileBytes.
+std::string read_config_file(const std::string& path, const std::string& what);
 // Parses a resolved config saved by to_yaml (e.g. inside a checkpoint);
 // `origin` names where it came from for error messages.
 RunConfig config_from_yaml(const std::string& yaml, const std::string& origin);

@@ -10,12 +10,17 @@
 #include "train/config.h"
 #include "train/config_schema.h"
 #include "train/config_value.h"
+#include "train/memory_estimate.h"
 
 namespace relpos {
 namespace {
 
 void require_at_least(std::int64_t value, std::int64_t minimum, const char* key) {
   require(value >= minimum, "{} must be >= {}, got {}", key, minimum, value);
+}
+
+void require_at_most(std::int64_t value, std::int64_t maximum, const char* key) {
+  require(value <= maximum, "{} must be <= {}, got {}", key, maximum, value);
 }
 
 // Values set by code rather than parsed are checked against the schema's choices too.
@@ -32,6 +37,7 @@ void validate_model(const ModelConfig& m) {
   require_at_least(m.vocab, 1, "model.vocab");
   require_at_least(m.d_model, 1, "model.d_model");
   require_at_least(m.n_layers, 1, "model.n_layers");
+  require_at_most(m.n_layers, kMaxLayers, "model.n_layers");
   require_at_least(m.n_heads, 1, "model.n_heads");
   require_at_least(m.d_ff, 1, "model.d_ff");
   require(m.d_model % m.n_heads == 0, "model.d_model={} must be divisible by model.n_heads={}",
@@ -43,6 +49,14 @@ void validate_model(const ModelConfig& m) {
           "mask token id {}, so model.vocab must be >= {} (left unset, model.vocab follows "
           "model.causal)",
           m.vocab, kMaskToken, kMaskedVocabSize);
+}
+
+// The table sizes of the chosen scheme (registry.h, size_keys).
+void validate_position_sizes(const PositionConfig& p) {
+  for (const auto& [key, limit] : find_position_scheme(p.scheme)->size_keys) {
+    const std::string path = "model.position." + key;
+    require_at_most(p.get<std::int64_t>(key), limit, path.c_str());
+  }
 }
 
 // The settings of the chosen scheme only: the others are unused.
@@ -61,6 +75,9 @@ void validate_data(const DataConfig& d) {
           "data.val_fraction must be in (0, 1), got {}", d.val_fraction);
   require(d.mask_prob > 0.0 && d.mask_prob < 1.0, "data.mask_prob must be in (0, 1), got {}",
           d.mask_prob);
+}
+
+void validate_task(const DataConfig& d) {
   if (const auto kind = task_from_name(d.source)) {
     try {
       TaskGenerator(*kind, d.task, d.seq_len);  // checks the parameters at the training length
@@ -96,6 +113,7 @@ void validate_training(const TrainingConfig& t, const EvalConfig& e) {
   require_at_least(t.keep_checkpoints, 0, "train.keep_checkpoints");
   require_at_least(t.max_rollbacks, 0, "train.max_rollbacks");
   require_at_least(t.threads, 0, "train.threads");
+  require_at_most(t.threads, kMaxThreads, "train.threads");
   require(!t.out_dir.empty(), "train.out_dir must not be empty");
   for (std::size_t i = 0; i < e.lengths.size(); ++i) {
     require(e.lengths[i] >= 2, "eval.lengths[{}] must be >= 2, got {}", i, e.lengths[i]);
@@ -107,10 +125,14 @@ void validate_training(const TrainingConfig& t, const EvalConfig& e) {
 void validate(const RunConfig& config) {
   validate_choices(config);
   validate_model(config.model);
-  validate_position(config);
+  validate_position_sizes(config.model.position);
   validate_data(config.data);
   validate_training(config.train, config.eval);
   validate_optim(config.optim, config.schedule, config.train.steps);
+  // Before the checks that build something from the sizes (a scheme's, a task's).
+  require_bounded_sizes(config);
+  validate_position(config);
+  validate_task(config.data);
 }
 
 }  // namespace relpos

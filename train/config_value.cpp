@@ -71,10 +71,39 @@ T read_number(const YAML::Node& node, const std::string& prefix, const char* exp
 }  // namespace
 
 std::string ConfigSource::at(const YAML::Node& node) const {
-  if (is_override) return fmt::format("override '{}'", name);
+  if (is_override) return "override " + in_quotes(name);
   const YAML::Mark mark = node.Mark();
   if (mark.line < 0) return name;
   return fmt::format("{}:{}", name, mark.line + 1);
+}
+
+std::string in_quotes(std::string_view text) {
+  std::string out = "'";
+  for (const char c : text) {
+    switch (c) {
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\'':
+      case '\\':
+        out += '\\';
+        out += c;
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+          out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "'";
 }
 
 std::string describe_node(const YAML::Node& node) {
@@ -84,7 +113,7 @@ std::string describe_node(const YAML::Node& node) {
     case YAML::NodeType::Sequence:
       return "a list";
     case YAML::NodeType::Scalar:
-      return fmt::format("'{}'", node.Scalar());
+      return in_quotes(node.Scalar());
     default:
       return "null";
   }

@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <string>
+#include <string_view>
 
 #include "train/config_schema.h"
 
@@ -30,5 +31,8 @@ std::string config_value_text(const ConfigKey& key, const RunConfig& config);
 std::string config_type_name(const ConfigKey& key);
 // A node as an error message shows it: 'abc', a mapping, a list or null.
 std::string describe_node(const YAML::Node& node);
+// `text` in single quotes for a one-line message: a newline shows as \n; other control
+// characters, the quote and the backslash are escaped too (\t, \r, \', \\, \x1b).
+std::string in_quotes(std::string_view text);
 
 }  // namespace relpos

@@ -8,6 +8,9 @@
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <iostream>
+#include <new>
+#include <stdexcept>
+#include <string>
 
 #include "autograd/blas_kernel.h"
 #include "autograd/error.h"
@@ -30,6 +33,20 @@ int report(const std::string& line, int code, bool on_every_rank) {
   relpos::abort_job(code);
 }
 
+// Every error is one line: a newline that reached a message unescaped shows as \n.
+std::string one_line(std::string message) {
+  for (std::size_t at = message.find('\n'); at != std::string::npos; at = message.find('\n', at))
+    message.replace(at, 1, "\\n");
+  return message;
+}
+
+// The memory estimate (train/memory_estimate.h) refuses most such runs before they start.
+std::string out_of_memory() {
+  return "relpos: error: out of memory; reduce the sizes (model.d_model, model.d_ff, "
+         "model.n_layers, model.vocab, data.batch_size, data.seq_len, eval.lengths, "
+         "the model.position table sizes)\n";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -48,19 +65,23 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success))
       return relpos::is_root() ? app.exit(e) : 0;  // --help
-    return report(fmt::format("relpos: error: {} (see --help)\n", e.what()), 2, true);
+    return report(fmt::format("relpos: error: {} (see --help)\n", one_line(e.what())), 2, true);
   } catch (const relpos::StopRequested& e) {  // SIGINT or SIGTERM: saved, then stopped
     return report(fmt::format("relpos: {}\n", e.what()), e.exit_code(), true);
   } catch (const relpos::CollectiveError& e) {
-    return report(fmt::format("relpos: error: {}\n", e.what()), 2, true);
+    return report(fmt::format("relpos: error: {}\n", one_line(e.what())), 2, true);
   } catch (const relpos::UsageError& e) {
-    report(fmt::format("relpos: error: {}\n", e.what()), 2, false);
+    report(fmt::format("relpos: error: {}\n", one_line(e.what())), 2, false);
     // Without HDF5's exit-time teardown: after some corrupt files, HDF5 1.10 has leaked
     // blocks and would print "infinite loop closing library" lines after our one line.
     std::cout.flush();
     std::_Exit(2);
+  } catch (const std::bad_alloc&) {
+    return report(out_of_memory(), 2, false);
+  } catch (const std::length_error&) {  // a container asked for more than it can hold
+    return report(out_of_memory(), 2, false);
   } catch (const std::exception& e) {
-    return report(fmt::format("relpos: internal error: {}\n", e.what()), 1, false);
+    return report(fmt::format("relpos: internal error: {}\n", one_line(e.what())), 1, false);
   }
   return 0;
 }

@@ -26,6 +26,7 @@
 #include "train/distributed.h"
 #include "train/divergence.h"
 #include "train/evaluate.h"
+#include "train/memory_estimate.h"
 #include "train/metrics.h"
 #include "train/run_summary.h"
 #include "train/stop_signal.h"
@@ -99,6 +100,7 @@ void load_parameters(const TransformerLM& model, const Checkpoint& ckpt,
 
 RunState build_run(const RunConfig& config) {
   validate(config);
+  require_fits_in_memory(config);  // before the model or the data is allocated
   const Device device = train_device(config.train.device);
   if (config.train.threads > 0) set_num_threads(static_cast<int>(config.train.threads));
   RunState run;

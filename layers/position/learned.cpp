@@ -50,6 +50,7 @@ const bool registered = register_position_scheme({
       return std::make_unique<LearnedPosition>(c.get<std::int64_t>("max_len"), dims.d_model, rng);
     },
     .test_variants = {{{"max_len", std::int64_t{16}}}},
+    .size_keys = {{"max_len", std::int64_t{1} << 20}},
 });
 
 }  // namespace

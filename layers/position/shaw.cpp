@@ -77,6 +77,7 @@ const bool registered = register_position_scheme({
     .index_keys = {"max_relative"},
     .reference_names = {{"max_rel", "max_relative"}, {"use_keys", "shaw_keys"}, {"use_values", "shaw_values"},
          {"shaw_keys", "layers.0.keys"}, {"shaw_values", "layers.0.values"}},
+    .size_keys = {{"max_relative", std::int64_t{1} << 20}},
 });
 
 }  // namespace

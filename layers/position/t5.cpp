@@ -88,6 +88,7 @@ const bool registered = register_position_scheme({
         },
     .index_keys = {"num_buckets", "max_distance", "bidirectional_buckets"},
     .reference_names = {{"bidirectional", "bidirectional_buckets"}, {"t5_table", "table"}},
+    .size_keys = {{"num_buckets", std::int64_t{1} << 20}},
 });
 
 }  // namespace

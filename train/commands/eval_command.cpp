@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "autograd/error.h"
+#include "train/memory_estimate.h"
 #include "train/atomic_file.h"
 #include "train/commands/commands.h"
 #include "train/distributed.h"
@@ -31,6 +32,14 @@ void run(const EvalOptions& o) {
   if (lengths.empty()) lengths = {state.config.data.seq_len};
   for (std::int64_t l : lengths) require(l >= 2, "--lengths: each length must be >= 2, got {}", l);
   const std::int64_t batches = o.batches > 0 ? o.batches : state.config.train.eval_batches;
+  RunConfig asked = state.config;  // the lengths and batches asked for, bounded like the config's
+  asked.eval.lengths = lengths;
+  asked.train.eval_batches = batches;
+  try {
+    require_fits_in_memory(asked);
+  } catch (const UsageError& e) {
+    fail("--lengths, --batches: {}", e.what());
+  }
   const auto points = evaluate(*state.model, *state.data, lengths, batches);
   std::cout << fmt::format("{} at step {} on {}\n", o.checkpoint, state.step,
                            state.data->describe());
