@@ -74,7 +74,8 @@ GradcheckResult gradcheck(const TensorFunction& f, const std::vector<Tensor>& in
       const double right = (plus - center) / options.eps;
       const double a = analytic[e];
       double error = std::abs(a - numeric);
-      const bool kink = std::abs(left - right) > 1e3 * options.atol + options.rtol * std::abs(numeric);
+      const bool kink =
+          std::abs(left - right) > 1e3 * options.atol + options.rtol * std::abs(numeric);
       if (kink) {
         ++result.kinks;
         const double lo = std::min(left, right) - options.atol;

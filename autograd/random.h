@@ -13,8 +13,8 @@ class Rng {
  public:
   explicit Rng(std::uint64_t seed = 0);
   std::uint64_t next_u64();
-  double uniform();  // [0, 1)
-  double normal();   // standard normal (Box-Muller, no cached second value)
+  double uniform();                          // [0, 1)
+  double normal();                           // standard normal (Box-Muller, no cached second value)
   std::uint64_t below(std::uint64_t bound);  // uniform integer in [0, bound)
 
   using State = std::array<std::uint64_t, 4>;

@@ -127,8 +127,8 @@ void Tape::backward(const Tensor& root, const Tensor& grad_root) {
             node.op, s.tensor.describe(), s.version, s.tensor.version()));
     std::vector<Tensor> input_grads = node.backward(grad_output);
     if (input_grads.size() != node.input_slots.size())
-      throw InternalError(fmt::format("backward of '{}' returned {} gradients for {} inputs", node.op,
-                                      input_grads.size(), node.input_slots.size()));
+      throw InternalError(fmt::format("backward of '{}' returned {} gradients for {} inputs",
+                                      node.op, input_grads.size(), node.input_slots.size()));
     for (std::size_t k = 0; k < input_grads.size(); ++k) {
       const Tensor& g = input_grads[k];
       if (!g.defined()) continue;

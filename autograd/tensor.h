@@ -98,7 +98,7 @@ struct TensorImpl {
   std::int64_t offset = 0;
   DType dtype = DType::f32;
   // autograd
-  bool requires_grad = false;  // leaves: set by the user; outputs: set by recording
+  bool requires_grad = false;   // leaves: set by the user; outputs: set by recording
   std::int64_t tape_slot = -1;  // index of the producing node on the tape, -1 for leaves
   std::uint64_t tape_epoch = 0;
   Tensor grad;

@@ -6,8 +6,7 @@
 namespace relpos {
 
 MultiHeadAttention::MultiHeadAttention(const ModelDims& dims, std::int64_t layer,
-                                       const PositionScheme& scheme, AttentionPath path,
-                                       Rng& rng)
+                                       const PositionScheme& scheme, AttentionPath path, Rng& rng)
     : dims_(dims), layer_(layer), scheme_(scheme), path_(path) {
   require(dims.n_heads > 0 && dims.d_model % dims.n_heads == 0,
           "model.d_model={} must be divisible by model.n_heads={}", dims.d_model, dims.n_heads);
@@ -18,8 +17,7 @@ MultiHeadAttention::MultiHeadAttention(const ModelDims& dims, std::int64_t layer
 }
 
 Tensor MultiHeadAttention::split_heads(const Tensor& x) const {
-  return permute(reshape(x, {x.size(0), x.size(1), dims_.n_heads, dims_.head_dim()}),
-                 {0, 2, 1, 3});
+  return permute(reshape(x, {x.size(0), x.size(1), dims_.n_heads, dims_.head_dim()}), {0, 2, 1, 3});
 }
 
 Tensor MultiHeadAttention::forward(const Tensor& x, std::int64_t start, const Tensor& memory,
@@ -28,10 +26,10 @@ Tensor MultiHeadAttention::forward(const Tensor& x, std::int64_t start, const Te
   const std::int64_t mem_len = memory.defined() ? memory.size(1) : 0;
   require(start >= mem_len, "attention: {} memory positions before position {}", mem_len, start);
   // Keys and values come from the memory (detached) followed by x.
-  Tensor kv_input = mem_len > 0 ? concat({memory.detach(), x}, 1) : x;   // (B, M+L, d)
-  Tensor q = scheme_.rotate(split_heads(q_->forward(x)), start);         // (B, H, L, D)
+  Tensor kv_input = mem_len > 0 ? concat({memory.detach(), x}, 1) : x;  // (B, M+L, d)
+  Tensor q = scheme_.rotate(split_heads(q_->forward(x)), start);        // (B, H, L, D)
   Tensor k = scheme_.rotate(split_heads(k_->forward(kv_input)), start - mem_len);
-  Tensor v = split_heads(v_->forward(kv_input));                         // (B, H, M+L, D)
+  Tensor v = split_heads(v_->forward(kv_input));  // (B, H, M+L, D)
   if (cache) {
     require(mem_len == 0, "attention: use either a KV cache or segment memory, not both");
     require(cache->length() == start, "attention: KV cache holds {} positions, expected {}",

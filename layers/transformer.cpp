@@ -13,16 +13,17 @@ ModelDims model_dims(const ModelConfig& config) {
   return {config.d_model, config.n_heads, config.n_layers, config.causal};
 }
 
-Block::Block(const ModelConfig& config, std::int64_t layer, const PositionScheme& scheme,
-             Rng& rng)
+Block::Block(const ModelConfig& config, std::int64_t layer, const PositionScheme& scheme, Rng& rng)
     : config_(config) {
   const ModelDims dims = model_dims(config);
   norm1_ = &register_module("norm1", std::make_unique<Norm>(config.norm, config.d_model));
-  attn_ = &register_module(
-      "attn", std::make_unique<MultiHeadAttention>(dims, layer, scheme, config.attention_path, rng));
+  attn_ = &register_module("attn", std::make_unique<MultiHeadAttention>(
+                                       dims, layer, scheme, config.attention_path, rng));
   norm2_ = &register_module("norm2", std::make_unique<Norm>(config.norm, config.d_model));
-  fc1_ = &register_module("mlp.fc1", std::make_unique<Linear>(config.d_model, config.d_ff, true, rng));
-  fc2_ = &register_module("mlp.fc2", std::make_unique<Linear>(config.d_ff, config.d_model, true, rng));
+  fc1_ =
+      &register_module("mlp.fc1", std::make_unique<Linear>(config.d_model, config.d_ff, true, rng));
+  fc2_ =
+      &register_module("mlp.fc2", std::make_unique<Linear>(config.d_ff, config.d_model, true, rng));
 }
 
 Tensor Block::forward(const Tensor& x, std::int64_t start, const Tensor& memory, KvCache* cache,
@@ -40,20 +41,21 @@ TransformerLM::TransformerLM(const ModelConfig& config, Rng& rng) : config_(conf
   require(config.vocab > 0, "model.vocab must be positive, got {}", config.vocab);
   require(config.n_layers > 0, "model.n_layers must be positive, got {}", config.n_layers);
   require(config.n_heads > 0 && config.d_model % config.n_heads == 0,
-          "model.d_model={} must be divisible by model.n_heads={}", config.d_model,
-          config.n_heads);
+          "model.d_model={} must be divisible by model.n_heads={}", config.d_model, config.n_heads);
   require(config.d_ff > 0, "model.d_ff must be positive, got {}", config.d_ff);
   require(config.dropout >= 0.0 && config.dropout < 1.0, "model.dropout must be in [0, 1), got {}",
           config.dropout);
   const ModelDims dims = model_dims(config);
-  embed_ = &register_module("embed", std::make_unique<Embedding>(config.vocab, config.d_model, rng));
+  embed_ =
+      &register_module("embed", std::make_unique<Embedding>(config.vocab, config.d_model, rng));
   position_ = &register_module("position", make_position_scheme(config.position, dims, rng));
   for (std::int64_t l = 0; l < config.n_layers; ++l)
     blocks_.push_back(&register_module("blocks." + std::to_string(l),
                                        std::make_unique<Block>(config_, l, *position_, rng)));
   final_norm_ = &register_module("final_norm", std::make_unique<Norm>(config.norm, config.d_model));
   if (!config.tie_embeddings)
-    head_ = &register_module("head", std::make_unique<Linear>(config.d_model, config.vocab, false, rng));
+    head_ = &register_module("head",
+                             std::make_unique<Linear>(config.d_model, config.vocab, false, rng));
 }
 
 Tensor TransformerLM::run(const Tensor& tokens, std::int64_t start, std::vector<Tensor>* memory,

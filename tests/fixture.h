@@ -5,10 +5,9 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "autograd/error.h"
 #include "autograd/tensor.h"
@@ -23,7 +22,7 @@ inline std::filesystem::path source_dir() {
 struct Fixture {
   std::string scheme;
   nlohmann::json config;
-  std::vector<std::string> params;  // attention cases: the scheme's parameters, in order
+  std::vector<std::string> params;        // attention cases: the scheme's parameters, in order
   std::map<std::string, Tensor> tensors;  // floating data as f64, integer data as i64
 
   const Tensor& at(const std::string& name) const {
@@ -39,7 +38,9 @@ struct Fixture {
   }
 };
 
-inline std::filesystem::path fixture_dir() { return source_dir() / "tests" / "fixtures" / "positions"; }
+inline std::filesystem::path fixture_dir() {
+  return source_dir() / "tests" / "fixtures" / "positions";
+}
 
 inline Fixture load_fixture(const std::string& name) {
   const auto path = fixture_dir() / (name + ".json");

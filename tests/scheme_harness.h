@@ -55,8 +55,7 @@ inline std::vector<SchemeUnderTest> scheme_variants(const std::string& scheme,
 }
 
 // Every variant of every registered scheme that accepts these dims.
-inline std::vector<SchemeUnderTest> all_scheme_variants(const ModelDims& dims,
-                                                        std::uint64_t seed) {
+inline std::vector<SchemeUnderTest> all_scheme_variants(const ModelDims& dims, std::uint64_t seed) {
   std::vector<SchemeUnderTest> out;
   for (const std::string& name : position_scheme_names())
     for (SchemeUnderTest& s : scheme_variants(name, dims, seed)) out.push_back(std::move(s));

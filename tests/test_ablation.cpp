@@ -1,24 +1,22 @@
 // The ablation runner: a tiny sweep end to end (report files, values checked
 // against the runs themselves), skip / resume on rerun, and sweep-file errors.
-#include <catch2/catch.hpp>
-
+#include <fmt/format.h>
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <numbers>
 #include <sstream>
 
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
-
 #include "autograd/error.h"
+#include "layers/position/registry.h"
 #include "tests/fixture.h"
 #include "tests/test_files.h"
-#include "layers/position/registry.h"
 #include "train/ablation.h"
 #include "train/checkpoint.h"
 #include "train/evaluate.h"

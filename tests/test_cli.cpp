@@ -1,10 +1,9 @@
 // The relpos executable on bad input: one line on stderr, exit code 2, nothing
 // overwritten. Runs the real binary.
-#include <catch2/catch.hpp>
-
 #include <sys/wait.h>
 
 #include <array>
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -79,11 +78,12 @@ TEST_CASE("cli: config errors are one line with exit code 2", "[cli]") {
   require_one_line_error(box.run("train " + tiny.string() + " model.d_model=15"), "n_heads");
   require_one_line_error(box.run("train " + tiny.string() + " optim.lr=0"), "optim.lr");
   require_one_line_error(box.run("train " + tiny.string() + " data.seq_len=1"), "data.seq_len");
-  require_one_line_error(
-      box.run("train " + tiny.string() +
-              " model.position.scheme=t5 model.position.num_buckets=2 model.position.bidirectional_buckets=true"),
-      "max_exact=0");
-  require_one_line_error(box.run("train " + tiny.string() + " model.position.scheme=t5 "
+  require_one_line_error(box.run("train " + tiny.string() +
+                                 " model.position.scheme=t5 model.position.num_buckets=2 "
+                                 "model.position.bidirectional_buckets=true"),
+                         "max_exact=0");
+  require_one_line_error(box.run("train " + tiny.string() +
+                                 " model.position.scheme=t5 "
                                  "model.position.max_distance=8"),
                          "max_distance");
 }
@@ -186,7 +186,8 @@ TEST_CASE("cli: train, inspect, eval and sample work on a tiny run; resume keeps
                                  " train.steps=4 model.d_ff=48 --resume " + out),
                          "architecture");
   REQUIRE(slurp(ckpt) == before);
-  r = box.run("train " + tiny.string() + " train.out_dir=" + out + " train.steps=4 --resume " + out);
+  r = box.run("train " + tiny.string() + " train.out_dir=" + out + " train.steps=4 --resume " +
+              out);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   REQUIRE(r.out.find("resumed from") != std::string::npos);
@@ -199,12 +200,14 @@ TEST_CASE("cli: relpos positions prints each scheme's index with its keys as opt
   REQUIRE(r.exit_code == 0);
   CHECK(r.out == "query,k0,k1,k2,k3\n0,0,1,2,2\n1,0,0,1,2\n2,0,0,0,1\n");
   // T5, 8 bidirectional buckets, max_distance 12: keys to the right use the upper half.
-  r = box.run("positions t5 --q-len 1 --k-len 1 --num-buckets 8 --max-distance 12 "
-              "--bidirectional-buckets --csv");
+  r = box.run(
+      "positions t5 --q-len 1 --k-len 1 --num-buckets 8 --max-distance 12 "
+      "--bidirectional-buckets --csv");
   REQUIRE(r.exit_code == 0);
   CHECK(r.out == "query,k0\n0,0\n");
-  r = box.run("positions t5 --q-len 2 --num-buckets 8 --max-distance 12 --bidirectional-buckets "
-              "--csv");
+  r = box.run(
+      "positions t5 --q-len 2 --num-buckets 8 --max-distance 12 --bidirectional-buckets "
+      "--csv");
   CHECK(r.out == "query,k0,k1\n0,0,5\n1,1,0\n");
   // Causal-only schemes mask the future without --causal.
   r = box.run("positions xl --q-len 2 --clamp-len 1 --csv");

@@ -17,9 +17,9 @@
 
 #include "autograd/error.h"
 #include "layers/position/registry.h"
+#include "layers/transformer.h"
 #include "tests/fixture.h"
 #include "tests/test_files.h"
-#include "layers/transformer.h"
 #include "train/config.h"
 #include "train/memory_estimate.h"
 

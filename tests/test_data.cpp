@@ -1,7 +1,6 @@
 // Data: byte tokenizer, corpus split, window sampler, synthetic tasks, data sources.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -14,8 +13,8 @@
 #include "data/sampler.h"
 #include "data/tasks.h"
 #include "data/tokenizer.h"
-#include "tests/test_files.h"
 #include "test_batches.h"
+#include "tests/test_files.h"
 
 using namespace relpos;
 using testing::same_batches;

@@ -1,6 +1,5 @@
 // Elementwise ops: values, broadcasting, gradchecks (incl. non-contiguous inputs).
 #include <catch2/catch.hpp>
-
 #include <cmath>
 
 #include "autograd/ops/elementwise.h"
@@ -55,7 +54,8 @@ TEST_CASE("unary ops match closed forms", "[elementwise]") {
   REQUIRE(pow_scalar(p, 3.0).to_vector()[1] == Approx(64.0));
 }
 
-TEST_CASE("gradcheck: binary ops with broadcasting and non-contiguous inputs", "[elementwise][gradcheck]") {
+TEST_CASE("gradcheck: binary ops with broadcasting and non-contiguous inputs",
+          "[elementwise][gradcheck]") {
   Rng rng(10);
   Tensor a = leaf({3, 4}, rng);
   Tensor b = leaf({4}, rng);

@@ -1,7 +1,6 @@
 // embedding, dropout, where, masked_fill and causal_mask: values, gradchecks,
 // reproducibility and error messages.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <limits>
 
@@ -61,9 +60,9 @@ TEST_CASE("gradcheck: embedding", "[embedding][gradcheck]") {
 TEST_CASE("embedding rejects out-of-range indices", "[embedding]") {
   Tensor table = Tensor::ones({4, 3});
   REQUIRE_THROWS_AS(embedding(table, i64({0, 1, 7, 2}, {2, 2})), UsageError);
-  REQUIRE_THROWS_WITH(embedding(table, i64({0, 1, 7, 2}, {2, 2})),
-                      Catch::Contains("index 7") && Catch::Contains("[1, 0]") &&
-                          Catch::Contains("[4, 3]"));
+  REQUIRE_THROWS_WITH(embedding(table, i64({0, 1, 7, 2}, {2, 2})), Catch::Contains("index 7") &&
+                                                                       Catch::Contains("[1, 0]") &&
+                                                                       Catch::Contains("[4, 3]"));
   REQUIRE_THROWS_WITH(embedding(table, i64({-1}, {1})),
                       Catch::Contains("index -1") && Catch::Contains("[4, 3]"));
   REQUIRE_THROWS_WITH(embedding(table, i64({4}, {1})), Catch::Contains("index 4"));
@@ -97,8 +96,8 @@ TEST_CASE("dropout masks follow the counter hash and are reproducible", "[dropou
   std::int64_t kept = 0;
   double total = 0.0;
   for (std::int64_t i = 0; i < n; ++i) {
-    const double u = static_cast<double>(mix64(42, 7 + static_cast<std::uint64_t>(i)) >> 11) *
-                     0x1.0p-53;
+    const double u =
+        static_cast<double>(mix64(42, 7 + static_cast<std::uint64_t>(i)) >> 11) * 0x1.0p-53;
     REQUIRE(a[i] == (u >= p ? 1.0 / (1.0 - p) : 0.0));
     kept += a[i] != 0.0;
     total += a[i];
@@ -127,8 +126,8 @@ TEST_CASE("dropout backward multiplies by the same mask", "[dropout][gradcheck]"
                     {x});
   // A non-contiguous input: the mask follows the row-major order of its logical shape.
   Tensor xt = transposed_leaf({6, 7}, rng);
-  require_close(dropout(xt, 0.4, 5, 0, true).to_vector(), (xt.contiguous().detach() *
-                                                           f64(mask, {6, 7})).to_vector(), 0.0);
+  require_close(dropout(xt, 0.4, 5, 0, true).to_vector(),
+                (xt.contiguous().detach() * f64(mask, {6, 7})).to_vector(), 0.0);
   require_gradcheck([](const std::vector<Tensor>& in) { return dropout(in[0], 0.4, 5, 0, true); },
                     {xt});
 }
@@ -142,8 +141,7 @@ TEST_CASE("where broadcasts mask, a and b", "[mask]") {
   Tensor out = where(m, a, b);
   REQUIRE(out.shape() == Shape{2, 3});
   REQUIRE(out.to_vector() == std::vector<double>{1, 2, 3, -1, -2, -3});
-  REQUIRE(where(u8({0, 1, 1}, {3}), f64({5}, {}), b).to_vector() ==
-          std::vector<double>{-1, 5, 5});
+  REQUIRE(where(u8({0, 1, 1}, {3}), f64({5}, {}), b).to_vector() == std::vector<double>{-1, 5, 5});
 }
 
 TEST_CASE("gradcheck: where with broadcasting", "[mask][gradcheck]") {
@@ -153,8 +151,7 @@ TEST_CASE("gradcheck: where with broadcasting", "[mask][gradcheck]") {
   Tensor b = leaf({2, 3, 1}, rng);
   require_gradcheck([&](const std::vector<Tensor>& in) { return where(m, in[0], in[1]); }, {a, b});
   Tensor at = transposed_leaf({3, 4}, rng);
-  require_gradcheck([&](const std::vector<Tensor>& in) { return where(m, in[0], in[1]); },
-                    {at, b});
+  require_gradcheck([&](const std::vector<Tensor>& in) { return where(m, in[0], in[1]); }, {at, b});
   // Gradient of a is the count of selected positions per element.
   a.zero_grad();
   backward(sum(where(m, a, b.detach())));
@@ -202,7 +199,8 @@ TEST_CASE("causal_mask hides future keys", "[mask]") {
   // Masked attention weights: zero on the future, rows sum to 1, finite gradients.
   Rng rng(42);
   Tensor scores = leaf({3, 5}, rng);
-  Tensor w = softmax(masked_fill(scores, causal_mask(3, 5), -std::numeric_limits<double>::infinity()));
+  Tensor w =
+      softmax(masked_fill(scores, causal_mask(3, 5), -std::numeric_limits<double>::infinity()));
   const auto wv = w.to_vector();
   for (int i = 0; i < 3; ++i) {
     double s = 0;

@@ -39,7 +39,8 @@ TEST_CASE("gradcheck catches a deliberately wrong backward", "[gradcheck]") {
 TEST_CASE("gradcheck passes a correct composite and reports what it checked", "[gradcheck]") {
   Rng rng(2);
   Tensor x = testing::leaf({3, 4}, rng);
-  const GradcheckResult r = gradcheck([](const auto& in) { return mul(mul(in[0], in[0]), in[0]); }, {x});
+  const GradcheckResult r =
+      gradcheck([](const auto& in) { return mul(mul(in[0], in[0]), in[0]); }, {x});
   INFO(r.message);
   REQUIRE(r.ok);
   REQUIRE(r.checked == 12);

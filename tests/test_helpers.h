@@ -1,7 +1,6 @@
 #pragma once
 // Helpers shared by the tests.
 #include <catch2/catch.hpp>
-
 #include <vector>
 
 #include "autograd/gradcheck.h"

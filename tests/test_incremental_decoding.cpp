@@ -5,8 +5,8 @@
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/shape.h"
 #include "autograd/tape.h"
-#include "layers/transformer.h"
 #include "layers/position/registry.h"
+#include "layers/transformer.h"
 #include "scheme_harness.h"
 #include "test_helpers.h"
 

@@ -2,7 +2,6 @@
 // statistics, the data source's training and evaluation masks, config
 // validation, a tiny training run, and sampling's refusal.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -13,13 +12,13 @@
 #include "autograd/error.h"
 #include "data/data_source.h"
 #include "data/masking.h"
+#include "test_batches.h"
 #include "tests/test_files.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
 #include "train/evaluate.h"
 #include "train/sample.h"
 #include "train/trainer.h"
-#include "test_batches.h"
 
 using namespace relpos;
 using testing::same_batches;

@@ -70,7 +70,8 @@ TEST_CASE("matmul errors name both shapes", "[matmul]") {
   REQUIRE_THROWS_WITH(matmul(Tensor::ones({4}), Tensor::ones({4, 2})), Catch::Contains("rank"));
 }
 
-TEST_CASE("gradcheck: matmul 2-D, transposed views, batched, shared weight", "[matmul][gradcheck]") {
+TEST_CASE("gradcheck: matmul 2-D, transposed views, batched, shared weight",
+          "[matmul][gradcheck]") {
   Rng rng(32);
   Tensor a = leaf({3, 4}, rng), b = leaf({4, 5}, rng);
   Tensor at = testing::transposed_leaf({3, 4}, rng), bt = testing::transposed_leaf({4, 5}, rng);
@@ -83,6 +84,6 @@ TEST_CASE("gradcheck: matmul 2-D, transposed views, batched, shared weight", "[m
   require_gradcheck([](const auto& in) { return matmul(in[0], in[1]); }, {x, w});
   require_gradcheck([](const auto& in) { return matmul(transpose(in[0], -1, -2), in[1]); },
                     {leaf({2, 4, 3}, rng), leaf({2, 4, 5}, rng)});
-  require_gradcheck([](const auto& in) { return matmul(in[0], in[1]); }, {leaf({3, 4}, rng),
-                    leaf({2, 4, 2}, rng)});
+  require_gradcheck([](const auto& in) { return matmul(in[0], in[1]); },
+                    {leaf({3, 4}, rng), leaf({2, 4, 2}, rng)});
 }

@@ -1,10 +1,9 @@
 // layer_norm and rms_norm: closed-form values, gradchecks (with and without the
 // affine part, non-contiguous inputs), determinism of the parameter gradients
 // and argument errors.
-#include <catch2/catch.hpp>
-
 #include <omp.h>
 
+#include <catch2/catch.hpp>
 #include <cmath>
 
 #include "autograd/error.h"
@@ -41,8 +40,7 @@ TEST_CASE("rms_norm matches the closed form", "[norm]") {
   Tensor gamma = f64({2, 1, -1}, {3});
   const double eps = 1e-6;
   const double r0 = 1 / std::sqrt(14.0 / 3 + eps), r1 = 1 / std::sqrt(16.0 / 3 + eps);
-  require_close(rms_norm(x, Tensor(), eps).to_vector(), {r0, 2 * r0, 3 * r0, -4 * r1, 0, 0},
-                1e-14);
+  require_close(rms_norm(x, Tensor(), eps).to_vector(), {r0, 2 * r0, 3 * r0, -4 * r1, 0, 0}, 1e-14);
   require_close(rms_norm(x, gamma, eps).to_vector(), {2 * r0, 2 * r0, -3 * r0, -8 * r1, 0, 0},
                 1e-14);
 }
@@ -61,23 +59,20 @@ TEST_CASE("gradcheck: layer_norm", "[norm][gradcheck]") {
   Tensor x = leaf({3, 5}, rng);
   Tensor gamma = leaf({5}, rng);
   Tensor beta = leaf({5}, rng);
-  require_gradcheck(
-      [](const std::vector<Tensor>& in) { return layer_norm(in[0], in[1], in[2]); },
-      {x, gamma, beta});
+  require_gradcheck([](const std::vector<Tensor>& in) { return layer_norm(in[0], in[1], in[2]); },
+                    {x, gamma, beta});
   require_gradcheck(
       [](const std::vector<Tensor>& in) { return layer_norm(in[0], Tensor(), Tensor()); }, {x});
-  require_gradcheck([](const std::vector<Tensor>& in) { return layer_norm(in[0], in[1], Tensor()); },
-                    {x, gamma});
+  require_gradcheck(
+      [](const std::vector<Tensor>& in) { return layer_norm(in[0], in[1], Tensor()); }, {x, gamma});
   // 3-D input, non-contiguous leaf, transpose inside
   Tensor x3 = leaf({2, 3, 4}, rng);
   Tensor g4 = leaf({4}, rng), b4 = leaf({4}, rng);
-  require_gradcheck(
-      [](const std::vector<Tensor>& in) { return layer_norm(in[0], in[1], in[2]); },
-      {x3, g4, b4});
+  require_gradcheck([](const std::vector<Tensor>& in) { return layer_norm(in[0], in[1], in[2]); },
+                    {x3, g4, b4});
   Tensor xt = transposed_leaf({3, 4}, rng);
-  require_gradcheck(
-      [](const std::vector<Tensor>& in) { return layer_norm(in[0], in[1], in[2]); },
-      {xt, g4, b4});
+  require_gradcheck([](const std::vector<Tensor>& in) { return layer_norm(in[0], in[1], in[2]); },
+                    {xt, g4, b4});
   Tensor xs = leaf({5, 3}, rng);
   require_gradcheck(
       [](const std::vector<Tensor>& in) {

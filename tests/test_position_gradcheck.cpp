@@ -21,7 +21,8 @@ TEST_CASE("gradcheck: relative gathers and their adjoints", "[positions][gradche
                     {leaf({3, lq + lk - 1}, rng)});
   require_gradcheck([&](const auto& in) { return clipped_gather(in[0], lk, k); },
                     {leaf({2, 3, lq, 2 * k + 1}, rng)});
-  require_gradcheck([&](const auto& in) { return clipped_bin(in[0], k); }, {leaf({2, lq, lk}, rng)});
+  require_gradcheck([&](const auto& in) { return clipped_bin(in[0], k); },
+                    {leaf({2, lq, lk}, rng)});
   require_gradcheck([&](const auto& in) { return rel_shift(in[0]); }, {leaf({2, 3, lq, lk}, rng)});
   const T5BucketConfig buckets{8, 6, true};
   require_gradcheck(

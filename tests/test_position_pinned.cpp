@@ -1,6 +1,5 @@
 // Pinned values: T5 buckets (docs/position-schemes.md §2), Shaw's index matrix, rel_shift.
 #include <catch2/catch.hpp>
-
 #include <set>
 
 #include "autograd/error.h"
@@ -14,9 +13,9 @@ using namespace relpos;
 TEST_CASE("T5 buckets, 32 buckets, max_distance 128, bidirectional", "[positions][t5]") {
   const T5BucketConfig c{32, 128, true};
   const std::vector<std::pair<std::int64_t, std::int64_t>> pinned = {
-      {0, 0},   {-1, 1},   {1, 17},   {-7, 7},   {7, 23},   {-8, 8},   {8, 24},
-      {-15, 9}, {-16, 10}, {16, 26},  {-31, 11}, {-32, 12}, {32, 28},  {-63, 13},
-      {-64, 14}, {64, 30}, {-90, 14}, {-91, 15}, {91, 31},  {128, 31}, {-1000, 15}};
+      {0, 0},    {-1, 1},   {1, 17},   {-7, 7},   {7, 23},   {-8, 8},   {8, 24},
+      {-15, 9},  {-16, 10}, {16, 26},  {-31, 11}, {-32, 12}, {32, 28},  {-63, 13},
+      {-64, 14}, {64, 30},  {-90, 14}, {-91, 15}, {91, 31},  {128, 31}, {-1000, 15}};
   for (auto [rel, bucket] : pinned) {
     INFO("rel=" << rel);
     REQUIRE(t5_bucket(rel, c) == bucket);
@@ -52,8 +51,8 @@ TEST_CASE("T5 buckets, unidirectional: the future and self share bucket 0", "[po
 TEST_CASE("T5 rejects degenerate bucket configs", "[positions][t5]") {
   REQUIRE_THROWS_WITH(validate({2, 128, true}), Catch::Contains("max_exact=0"));
   REQUIRE_THROWS_WITH(validate({1, 128, false}), Catch::Contains("max_exact=0"));
-  REQUIRE_THROWS_WITH(validate({32, 8, true}), Catch::Contains("max_distance=8") &&
-                                                   Catch::Contains("max_exact=8"));
+  REQUIRE_THROWS_WITH(validate({32, 8, true}),
+                      Catch::Contains("max_distance=8") && Catch::Contains("max_exact=8"));
   REQUIRE_NOTHROW(validate({32, 9, true}));
   Rng rng(1);
   PositionConfig p;
@@ -89,7 +88,9 @@ TEST_CASE("rel_shift identity on a small pinned example", "[positions][xl]") {
   std::vector<double> distance_rows;
   for (std::int64_t i = 0; i < lq; ++i)
     for (std::int64_t c = 0; c < lk; ++c) distance_rows.push_back(static_cast<double>(lk - 1 - c));
-  const auto shifted = rel_shift(Tensor::from_data(distance_rows, {lq, lk}, DType::f64)).to_vector();
+  const auto shifted =
+      rel_shift(Tensor::from_data(distance_rows, {lq, lk}, DType::f64)).to_vector();
   for (std::int64_t i = 0; i < lq; ++i)
-    for (std::int64_t j = 0; j <= lk - lq + i; ++j) REQUIRE(shifted[i * lk + j] == (lk - lq + i) - j);
+    for (std::int64_t j = 0; j <= lk - lq + i; ++j)
+      REQUIRE(shifted[i * lk + j] == (lk - lq + i) - j);
 }

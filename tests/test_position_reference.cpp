@@ -2,12 +2,11 @@
 // (tools/reference/, fixtures in tests/fixtures/positions/): outputs and all
 // gradients, through the fused and the composed attention paths, in f64 and f32.
 #include <catch2/catch.hpp>
+#include <set>
 
 #include "autograd/ops/relative.h"
 #include "autograd/tape.h"
 #include "fixture.h"
-#include <set>
-
 #include "layers/position/alibi_slopes.h"
 #include "layers/position/sinusoid.h"
 #include "layers/position/t5_buckets.h"
@@ -71,8 +70,8 @@ void check_against_fixture(const std::string& name, DType dtype, AttentionPath p
   for (std::size_t i = 0; i < parameters.size(); ++i) leaves[names[i]] = parameters[i];
   const double tol = dtype == DType::f64 ? 1e-9 : 1e-4;
   INFO(name << " " << name_of(path) << " " << name_of(dtype));
-  const Tensor out = testing::attention_through(*scheme, leaves["q"], leaves["k"], leaves["v"],
-                                                dims.causal, path);
+  const Tensor out =
+      testing::attention_through(*scheme, leaves["q"], leaves["k"], leaves["v"], dims.causal, path);
   testing::require_close(out.to_vector(), f.at("out").to_vector(), tol);
   backward(out, f.at("grad_out").to(dtype));
   for (const auto& [leaf, tensor] : leaves) {
@@ -138,13 +137,11 @@ TEST_CASE("sinusoid tables match the reference; the sinusoidal scheme adds them 
     for (std::int64_t p = 0; p < len; ++p) positions[p] = static_cast<double>(p);
     const auto table = interleaved_sinusoids(positions, dim, DType::f64).to_vector();
     testing::require_close(
-        table, f.at("table_" + std::to_string(len) + "_" + std::to_string(dim)).to_vector(),
-        1e-12);
+        table, f.at("table_" + std::to_string(len) + "_" + std::to_string(dim)).to_vector(), 1e-12);
   }
   // The scheme adds kSinusoidScale * PE[start .. start+L) to its input.
   Rng rng(3);
-  auto scheme = make_position_scheme(test_position_configs("sinusoidal")[0],
-                                     {16, 2, 1, true}, rng);
+  auto scheme = make_position_scheme(test_position_configs("sinusoidal")[0], {16, 2, 1, true}, rng);
   const Tensor x = Tensor::zeros({1, 5, 16}, DType::f64);
   const auto added = scheme->embed(x, 3).to_vector();
   const auto reference = f.at("table_50_16").to_vector();

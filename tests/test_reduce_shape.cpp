@@ -23,7 +23,8 @@ TEST_CASE("sum, mean and max over axes with keepdim", "[reduce]") {
   REQUIRE_THROWS_WITH(sum(x, {2}), Catch::Contains("axis 2 out of range"));
 }
 
-TEST_CASE("gradcheck: reductions over several axes and non-contiguous inputs", "[reduce][gradcheck]") {
+TEST_CASE("gradcheck: reductions over several axes and non-contiguous inputs",
+          "[reduce][gradcheck]") {
   Rng rng(20);
   Tensor x = leaf({2, 3, 4}, rng);
   Tensor t = testing::transposed_leaf({3, 5}, rng);
@@ -71,7 +72,11 @@ TEST_CASE("gradcheck: shape ops", "[shape][gradcheck]") {
   require_gradcheck([](const auto& in) { return slice(in[0], 2, 0, 4, 3); }, {x});
   require_gradcheck([](const auto& in) { return concat({in[0], in[1]}, 1); }, {x, y});
   require_gradcheck([](const auto& in) { return expand(in[0], {2, 3, 5}); }, {r});
-  require_gradcheck([](const auto& in) { return mul(expand(in[0], {3, 4}), transpose(in[1], 0, 1)); }, {r, t});
+  require_gradcheck(
+      [](const auto& in) {
+        return mul(expand(in[0], {3, 4}), transpose(in[1], 0, 1));
+      },
+      {r, t});
   require_gradcheck([](const auto& in) { return squeeze(unsqueeze(in[0], 0), 0); }, {t});
 }
 

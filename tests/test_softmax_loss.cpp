@@ -1,7 +1,6 @@
 // Softmax, log-softmax and cross-entropy: closed-form values, stability,
 // gradchecks (any axis, non-contiguous inputs) and error messages.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <limits>
 
@@ -35,12 +34,12 @@ std::vector<double> softmax_ref(const std::vector<double>& row) {
 TEST_CASE("softmax and log_softmax match closed forms on the last axis", "[softmax]") {
   Tensor x = f64({1, 2, 3, 0, 0, 0}, {2, 3});
   const double s = std::exp(1.0) + std::exp(2.0) + std::exp(3.0);
-  require_close(softmax(x).to_vector(),
-                {std::exp(1.0) / s, std::exp(2.0) / s, std::exp(3.0) / s, 1 / 3.0, 1 / 3.0, 1 / 3.0},
-                1e-14);
+  require_close(
+      softmax(x).to_vector(),
+      {std::exp(1.0) / s, std::exp(2.0) / s, std::exp(3.0) / s, 1 / 3.0, 1 / 3.0, 1 / 3.0}, 1e-14);
   require_close(log_softmax(x).to_vector(),
-                {1 - std::log(s), 2 - std::log(s), 3 - std::log(s), -std::log(3.0),
-                 -std::log(3.0), -std::log(3.0)},
+                {1 - std::log(s), 2 - std::log(s), 3 - std::log(s), -std::log(3.0), -std::log(3.0),
+                 -std::log(3.0)},
                 1e-14);
 }
 
@@ -101,8 +100,8 @@ TEST_CASE("gradcheck: softmax and log_softmax", "[softmax][gradcheck]") {
     // non-contiguous leaf, and a transpose inside the function
     Tensor z = transposed_leaf({4, 3}, rng);
     require_gradcheck([&](const std::vector<Tensor>& in) { return op(in[0], -1); }, {z});
-    require_gradcheck(
-        [&](const std::vector<Tensor>& in) { return op(transpose(in[0], 0, 1), 1); }, {x});
+    require_gradcheck([&](const std::vector<Tensor>& in) { return op(transpose(in[0], 0, 1), 1); },
+                      {x});
   }
 }
 
@@ -171,9 +170,9 @@ TEST_CASE("gradcheck: cross_entropy", "[loss][gradcheck]") {
 TEST_CASE("cross_entropy rejects bad targets", "[loss]") {
   Tensor x = Tensor::ones({2, 3}, DType::f64);
   REQUIRE_THROWS_AS(cross_entropy(x, i64({0, 3}, {2})), UsageError);
-  REQUIRE_THROWS_WITH(cross_entropy(x, i64({0, 3}, {2})),
-                      Catch::Contains("target 3") && Catch::Contains("position [1]") &&
-                          Catch::Contains("3 classes"));
+  REQUIRE_THROWS_WITH(cross_entropy(x, i64({0, 3}, {2})), Catch::Contains("target 3") &&
+                                                              Catch::Contains("position [1]") &&
+                                                              Catch::Contains("3 classes"));
   REQUIRE_THROWS_WITH(cross_entropy(x, i64({-1, 0}, {2})),
                       Catch::Contains("target -1") && Catch::Contains("position [0]"));
   REQUIRE_THROWS_WITH(cross_entropy(x, i64({0, 0, 0}, {3})), Catch::Contains("[3]"));

@@ -56,8 +56,7 @@ TEST_CASE("backward needs a scalar or an explicit gradient of the right shape", 
   REQUIRE(x.grad().to_vector()[0] == Approx(std::exp(1.0)));
 }
 
-TEST_CASE("modifying a saved tensor in place before backward is an error naming the op",
-          "[tape]") {
+TEST_CASE("modifying a saved tensor in place before backward is an error naming the op", "[tape]") {
   Tensor w = Tensor::ones({2, 2}, DType::f64);
   w.set_requires_grad(true);
   Tensor x = Tensor::ones({2, 2}, DType::f64);

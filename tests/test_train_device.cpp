@@ -1,7 +1,6 @@
 // train.device: the error of a machine or build without CUDA, and placement
 // helpers that work on any build. (tests/cuda covers train.device=cuda runs.)
 #include <catch2/catch.hpp>
-
 #include <string>
 
 #include "autograd/backend.h"

@@ -1,6 +1,7 @@
 // The trainer: bit-exact resume, divergence handling and error paths.
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <limits>

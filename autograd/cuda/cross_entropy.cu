@@ -27,8 +27,8 @@ __device__ T row_logsumexp(const T* x, std::int64_t n) {
 
 template <class T>
 __global__ void cross_entropy_kernel(const T* logits, const std::int64_t* targets,
-                                     std::int64_t ignore_index, T* loss, T* lse,
-                                     std::int64_t rows, std::int64_t classes) {
+                                     std::int64_t ignore_index, T* loss, T* lse, std::int64_t rows,
+                                     std::int64_t classes) {
   for (std::int64_t r = cuda::warp_row_index(); r < rows; r += cuda::warp_row_count()) {
     const T* row = logits + r * classes;  // (classes)
     const std::int64_t t = targets[r];
@@ -44,11 +44,11 @@ __global__ void cross_entropy_kernel(const T* logits, const std::int64_t* target
 template <class T>
 __global__ void cross_entropy_backward_kernel(const T* logits, const std::int64_t* targets,
                                               std::int64_t ignore_index, const T* lse,
-                                              const T* grad_loss, T* grad_logits,
-                                              std::int64_t rows, std::int64_t classes) {
+                                              const T* grad_loss, T* grad_logits, std::int64_t rows,
+                                              std::int64_t classes) {
   for (std::int64_t r = cuda::warp_row_index(); r < rows; r += cuda::warp_row_count()) {
-    const T* row = logits + r * classes;    // (classes)
-    T* out = grad_logits + r * classes;     // (classes)
+    const T* row = logits + r * classes;  // (classes)
+    T* out = grad_logits + r * classes;   // (classes)
     const std::int64_t t = targets[r];
     if (t == ignore_index) {
       for (std::int64_t j = cuda::lane_index(); j < classes; j += cuda::kWarp) out[j] = T(0);
@@ -72,8 +72,8 @@ void CudaBackend::cross_entropy(const Tensor& logits, const Tensor& targets,
   dispatch_floating(logits.dtype(), [&](auto zero) {
     using T = decltype(zero);
     cross_entropy_kernel<T><<<cuda::blocks_for_rows(rows), cuda::kThreads>>>(
-        logits.data<T>(), targets.data<std::int64_t>(), ignore_index, loss.data<T>(),
-        lse.data<T>(), rows, classes);
+        logits.data<T>(), targets.data<std::int64_t>(), ignore_index, loss.data<T>(), lse.data<T>(),
+        rows, classes);
     RELPOS_CUDA_CHECK_LAUNCH("cross_entropy_kernel");
   });
 }

@@ -22,30 +22,44 @@ constexpr double kInvSqrt2Pi = 0.3989422804014327;
 template <class T>
 __device__ T apply_binary(BinaryOp op, T a, T b) {
   switch (op) {
-    case BinaryOp::add: return a + b;
-    case BinaryOp::sub: return a - b;
-    case BinaryOp::mul: return a * b;
-    default: return a / b;
+    case BinaryOp::add:
+      return a + b;
+    case BinaryOp::sub:
+      return a - b;
+    case BinaryOp::mul:
+      return a * b;
+    default:
+      return a / b;
   }
 }
 
 template <class T>
 __device__ T apply_unary(UnaryOp op, T x, T p) {
   switch (op) {
-    case UnaryOp::neg: return -x;
-    case UnaryOp::exp: return ::exp(x);
-    case UnaryOp::log: return ::log(x);
-    case UnaryOp::sqrt: return ::sqrt(x);
-    case UnaryOp::tanh: return ::tanh(x);
-    case UnaryOp::relu: return x > T(0) ? x : T(0);
+    case UnaryOp::neg:
+      return -x;
+    case UnaryOp::exp:
+      return ::exp(x);
+    case UnaryOp::log:
+      return ::log(x);
+    case UnaryOp::sqrt:
+      return ::sqrt(x);
+    case UnaryOp::tanh:
+      return ::tanh(x);
+    case UnaryOp::relu:
+      return x > T(0) ? x : T(0);
     case UnaryOp::gelu_tanh: {
       const T inner = T(kSqrt2OverPi) * (x + T(kGeluCubic) * x * x * x);
       return T(0.5) * x * (T(1) + ::tanh(inner));
     }
-    case UnaryOp::gelu_erf: return T(0.5) * x * (T(1) + ::erf(x * T(kInvSqrt2)));
-    case UnaryOp::add_scalar: return x + p;
-    case UnaryOp::mul_scalar: return x * p;
-    default: return ::pow(x, p);
+    case UnaryOp::gelu_erf:
+      return T(0.5) * x * (T(1) + ::erf(x * T(kInvSqrt2)));
+    case UnaryOp::add_scalar:
+      return x + p;
+    case UnaryOp::mul_scalar:
+      return x * p;
+    default:
+      return ::pow(x, p);
   }
 }
 
@@ -53,12 +67,18 @@ __device__ T apply_unary(UnaryOp op, T x, T p) {
 template <class T>
 __device__ T unary_derivative(UnaryOp op, T x, T y, T p) {
   switch (op) {
-    case UnaryOp::neg: return T(-1);
-    case UnaryOp::exp: return y;
-    case UnaryOp::log: return T(1) / x;
-    case UnaryOp::sqrt: return T(0.5) / y;
-    case UnaryOp::tanh: return T(1) - y * y;
-    case UnaryOp::relu: return x > T(0) ? T(1) : T(0);
+    case UnaryOp::neg:
+      return T(-1);
+    case UnaryOp::exp:
+      return y;
+    case UnaryOp::log:
+      return T(1) / x;
+    case UnaryOp::sqrt:
+      return T(0.5) / y;
+    case UnaryOp::tanh:
+      return T(1) - y * y;
+    case UnaryOp::relu:
+      return x > T(0) ? T(1) : T(0);
     case UnaryOp::gelu_tanh: {
       const T inner = T(kSqrt2OverPi) * (x + T(kGeluCubic) * x * x * x);
       const T t = ::tanh(inner);
@@ -68,9 +88,12 @@ __device__ T unary_derivative(UnaryOp op, T x, T y, T p) {
     case UnaryOp::gelu_erf:
       return T(0.5) * (T(1) + ::erf(x * T(kInvSqrt2))) +
              x * T(kInvSqrt2Pi) * ::exp(T(-0.5) * x * x);
-    case UnaryOp::add_scalar: return T(1);
-    case UnaryOp::mul_scalar: return p;
-    default: return p * ::pow(x, p - T(1));
+    case UnaryOp::add_scalar:
+      return T(1);
+    case UnaryOp::mul_scalar:
+      return p;
+    default:
+      return p * ::pow(x, p - T(1));
   }
 }
 
@@ -118,8 +141,8 @@ void CudaBackend::binary(BinaryOp op, const Tensor& a, const Tensor& b, const Te
   dispatch_floating(out.dtype(), [&](auto zero) {
     using T = decltype(zero);
     binary_kernel<T><<<cuda::blocks_for(n), cuda::kThreads>>>(
-        op, static_cast<const T*>(a.raw_data()), static_cast<const T*>(b.raw_data()),
-        out.data<T>(), n, indexer);
+        op, static_cast<const T*>(a.raw_data()), static_cast<const T*>(b.raw_data()), out.data<T>(),
+        n, indexer);
     RELPOS_CUDA_CHECK_LAUNCH("binary_kernel");
   });
 }
@@ -130,20 +153,19 @@ void CudaBackend::unary(UnaryOp op, const Tensor& x, const Tensor& out, double p
   dispatch_floating(out.dtype(), [&](auto zero) {
     using T = decltype(zero);
     unary_kernel<T><<<cuda::blocks_for(n), cuda::kThreads>>>(op, x.data<T>(), out.data<T>(), n,
-                                                              static_cast<T>(param));
+                                                             static_cast<T>(param));
     RELPOS_CUDA_CHECK_LAUNCH("unary_kernel");
   });
 }
 
-void CudaBackend::unary_backward(UnaryOp op, const Tensor& x, const Tensor& y,
-                                 const Tensor& grad_y, const Tensor& grad_x, double param) {
+void CudaBackend::unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& grad_y,
+                                 const Tensor& grad_x, double param) {
   const std::int64_t n = grad_x.numel();
   if (n == 0) return;
   dispatch_floating(grad_x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     unary_backward_kernel<T><<<cuda::blocks_for(n), cuda::kThreads>>>(
-        op, x.data<T>(), y.data<T>(), grad_y.data<T>(), grad_x.data<T>(), n,
-        static_cast<T>(param));
+        op, x.data<T>(), y.data<T>(), grad_y.data<T>(), grad_x.data<T>(), n, static_cast<T>(param));
     RELPOS_CUDA_CHECK_LAUNCH("unary_backward_kernel");
   });
 }

@@ -3,9 +3,8 @@
 // positions 0..count-1 are sorted by index with a stable radix sort (cub), so
 // each table row finds the positions that use it in increasing order, and one
 // thread per (row, column) adds them in that order, exactly as the CPU does.
-#include <cub/device/device_radix_sort.cuh>
-
 #include <cstdint>
+#include <cub/device/device_radix_sort.cuh>
 #include <limits>
 
 #include "autograd/cuda/check.h"
@@ -122,8 +121,8 @@ void CudaBackend::embedding_backward(const Tensor& grad_out, const Tensor& indic
   dispatch_floating(grad_table.dtype(), [&](auto zero) {
     using T = decltype(zero);
     gather_sums_kernel<T><<<cuda::blocks_for(vocab * dim), cuda::kThreads>>>(
-        grad_out.data<T>(), sorted_positions.data<std::int64_t>(), begin, end,
-        grad_table.data<T>(), vocab, dim);
+        grad_out.data<T>(), sorted_positions.data<std::int64_t>(), begin, end, grad_table.data<T>(),
+        vocab, dim);
     RELPOS_CUDA_CHECK_LAUNCH("gather_sums_kernel");
   });
 }

@@ -16,10 +16,18 @@ using cuda::StridedIndexer;
 template <class Fn>
 void dispatch_any(DType t, Fn&& fn) {
   switch (t) {
-    case DType::f32: fn(float{}); break;
-    case DType::f64: fn(double{}); break;
-    case DType::i64: fn(std::int64_t{}); break;
-    default: fn(std::uint8_t{}); break;
+    case DType::f32:
+      fn(float{});
+      break;
+    case DType::f64:
+      fn(double{});
+      break;
+    case DType::i64:
+      fn(std::int64_t{});
+      break;
+    default:
+      fn(std::uint8_t{});
+      break;
   }
 }
 
@@ -44,8 +52,8 @@ std::size_t bytes_of(const Tensor& t) {
 // dst = src with both on the device.
 void copy_on_device(const Tensor& dst, const Tensor& src) {
   if (dst.dtype() == src.dtype() && dst.is_contiguous() && src.is_contiguous()) {
-    RELPOS_CUDA_CHECK(cudaMemcpyAsync(dst.raw_data(), src.raw_data(), bytes_of(dst),
-                                      cudaMemcpyDeviceToDevice));
+    RELPOS_CUDA_CHECK(
+        cudaMemcpyAsync(dst.raw_data(), src.raw_data(), bytes_of(dst), cudaMemcpyDeviceToDevice));
     return;
   }
   const auto indexer = cuda::make_indexer<2>(dst.shape(), {&dst.strides(), &src.strides()});
@@ -67,8 +75,8 @@ void upload(const Tensor& dst, const Tensor& src) {
   const Tensor host = src.contiguous();
   const bool direct = dst.dtype() == src.dtype() && dst.is_contiguous();
   const Tensor staging = direct ? dst : Tensor::empty(src.shape(), src.dtype(), Device::cuda);
-  RELPOS_CUDA_CHECK(cudaMemcpy(staging.raw_data(), host.raw_data(), bytes_of(host),
-                               cudaMemcpyHostToDevice));
+  RELPOS_CUDA_CHECK(
+      cudaMemcpy(staging.raw_data(), host.raw_data(), bytes_of(host), cudaMemcpyHostToDevice));
   if (!direct) copy_on_device(dst, staging);
 }
 
@@ -81,8 +89,8 @@ void download(const Tensor& dst, const Tensor& src) {
     copy_on_device(device_side, src);
   }
   const Tensor host = dst.is_contiguous() ? dst : Tensor::empty(dst.shape(), dst.dtype());
-  RELPOS_CUDA_CHECK(cudaMemcpy(host.raw_data(), device_side.raw_data(), bytes_of(host),
-                               cudaMemcpyDeviceToHost));
+  RELPOS_CUDA_CHECK(
+      cudaMemcpy(host.raw_data(), device_side.raw_data(), bytes_of(host), cudaMemcpyDeviceToHost));
   if (!dst.is_contiguous()) backend_for(Device::cpu).copy(dst, host);
 }
 
@@ -112,7 +120,7 @@ void CudaBackend::fill(const Tensor& dst, double value) {
   dispatch_any(dst.dtype(), [&](auto zero) {
     using T = decltype(zero);
     fill_kernel<T><<<cuda::blocks_for(n), cuda::kThreads>>>(static_cast<T*>(dst.raw_data()), n,
-                                                             static_cast<T>(value));
+                                                            static_cast<T>(value));
     RELPOS_CUDA_CHECK_LAUNCH("fill_kernel");
   });
 }

@@ -132,8 +132,8 @@ void CudaBackend::norm(const Tensor& x, const Tensor& gamma, const Tensor& beta,
   dispatch_floating(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     norm_kernel<T><<<cuda::blocks_for_rows(rows), cuda::kThreads>>>(
-        x.data<T>(), data_or_null<T>(gamma), data_or_null<T>(beta), eps, rms, rows, n,
-        y.data<T>(), data_or_null<T>(mean), rstd.data<T>());
+        x.data<T>(), data_or_null<T>(gamma), data_or_null<T>(beta), eps, rms, rows, n, y.data<T>(),
+        data_or_null<T>(mean), rstd.data<T>());
     RELPOS_CUDA_CHECK_LAUNCH("norm_kernel");
   });
 }
@@ -148,8 +148,8 @@ void CudaBackend::norm_backward(const Tensor& x, const Tensor& gamma, const Tens
     const T* pmean = rms ? nullptr : mean.data<T>();  // (rows)
     if (grad_x.defined()) {
       norm_grad_x_kernel<T><<<cuda::blocks_for_rows(rows), cuda::kThreads>>>(
-          x.data<T>(), data_or_null<T>(gamma), pmean, rstd.data<T>(), grad_y.data<T>(), rms,
-          rows, n, grad_x.data<T>());
+          x.data<T>(), data_or_null<T>(gamma), pmean, rstd.data<T>(), grad_y.data<T>(), rms, rows,
+          n, grad_x.data<T>());
       RELPOS_CUDA_CHECK_LAUNCH("norm_grad_x_kernel");
     }
     if (!grad_gamma.defined() && !grad_beta.defined()) return;
@@ -158,8 +158,8 @@ void CudaBackend::norm_backward(const Tensor& x, const Tensor& gamma, const Tens
     double* partial_gamma = partials.data<double>();
     double* partial_beta = partial_gamma + chunks * n;
     norm_param_partials_kernel<T><<<cuda::blocks_for(chunks * n), cuda::kThreads>>>(
-        x.data<T>(), pmean, rstd.data<T>(), grad_y.data<T>(), rms, rows, n, chunks,
-        partial_gamma, partial_beta);
+        x.data<T>(), pmean, rstd.data<T>(), grad_y.data<T>(), rms, rows, n, chunks, partial_gamma,
+        partial_beta);
     RELPOS_CUDA_CHECK_LAUNCH("norm_param_partials_kernel");
     norm_param_totals_kernel<T><<<cuda::blocks_for(n), cuda::kThreads>>>(
         partial_gamma, partial_beta, chunks, n, data_or_null<T>(grad_gamma),

@@ -118,14 +118,14 @@ __global__ void max_backward_kernel(const T* grad_out, const std::int64_t* argma
 
 }  // namespace
 
-void CudaBackend::sum_axis(const Tensor& x, std::int64_t outer, std::int64_t n,
-                           std::int64_t inner, const Tensor& out) {
+void CudaBackend::sum_axis(const Tensor& x, std::int64_t outer, std::int64_t n, std::int64_t inner,
+                           const Tensor& out) {
   if (outer * inner == 0) return;
   dispatch_floating(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     if (inner == 1) {
-      sum_rows_kernel<T><<<cuda::blocks_for_rows(outer), cuda::kThreads>>>(
-          x.data<T>(), out.data<T>(), outer, n);
+      sum_rows_kernel<T>
+          <<<cuda::blocks_for_rows(outer), cuda::kThreads>>>(x.data<T>(), out.data<T>(), outer, n);
       RELPOS_CUDA_CHECK_LAUNCH("sum_rows_kernel");
     } else {
       // Chunk sums, then, when there is more than one chunk, the sum of the chunks.
@@ -143,8 +143,8 @@ void CudaBackend::sum_axis(const Tensor& x, std::int64_t outer, std::int64_t n,
   });
 }
 
-void CudaBackend::max_axis(const Tensor& x, std::int64_t outer, std::int64_t n,
-                           std::int64_t inner, const Tensor& out, const Tensor& argmax) {
+void CudaBackend::max_axis(const Tensor& x, std::int64_t outer, std::int64_t n, std::int64_t inner,
+                           const Tensor& out, const Tensor& argmax) {
   if (outer * inner == 0) return;
   dispatch_floating(x.dtype(), [&](auto zero) {
     using T = decltype(zero);

@@ -22,11 +22,15 @@ __global__ void gather_kernel(RelativeGather kind, const T* src, T* out, Relativ
     const std::int64_t r = e / lk, j = e % lk, i = r % lq;
     const std::int64_t offset = lq - 1 - i;
     switch (kind) {
-      case RelativeGather::distance: out[e] = src[(r / lq) * n_dist + offset + j]; break;
+      case RelativeGather::distance:
+        out[e] = src[(r / lq) * n_dist + offset + j];
+        break;
       case RelativeGather::clipped:
         out[e] = src[r * width + cuda::clipped_bin(j, lk - lq + i, k)];
         break;
-      default: out[e] = j < lk - offset ? src[r * lk + offset + j] : T(0); break;
+      default:
+        out[e] = j < lk - offset ? src[r * lk + offset + j] : T(0);
+        break;
     }
   }
 }
@@ -103,8 +107,8 @@ void CudaBackend::relative_gather(RelativeGather kind, const Tensor& src, const 
   if (total == 0) return;
   dispatch_floating(out.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    gather_kernel<T><<<cuda::blocks_for(total), cuda::kThreads>>>(kind, src.data<T>(),
-                                                                   out.data<T>(), shape);
+    gather_kernel<T>
+        <<<cuda::blocks_for(total), cuda::kThreads>>>(kind, src.data<T>(), out.data<T>(), shape);
     RELPOS_CUDA_CHECK_LAUNCH("gather_kernel");
   });
 }

@@ -20,10 +20,10 @@ namespace {
 // Device pointers and sizes of RelativeSoftmaxArgs; null for absent terms.
 template <class T>
 struct Terms {
-  const T* scores;    // (rows, Lk)
-  const T* bias;      // (H, Lq+Lk-1)
-  const T* clipped;   // (rows, 2k+1)
-  const T* shifted;   // (rows, Lk)
+  const T* scores;   // (rows, Lk)
+  const T* bias;     // (H, Lq+Lk-1)
+  const T* clipped;  // (rows, 2k+1)
+  const T* shifted;  // (rows, Lk)
   RelativeShape shape;
   std::int64_t heads;
   T scale, term_scale;
@@ -49,9 +49,13 @@ __device__ Row row_of(const Terms<T>& t, std::int64_t r) {
 template <class T>
 __device__ T smallest_normal();
 template <>
-__device__ float smallest_normal<float>() { return FLT_MIN; }
+__device__ float smallest_normal<float>() {
+  return FLT_MIN;
+}
 template <>
-__device__ double smallest_normal<double>() { return DBL_MIN; }
+__device__ double smallest_normal<double>() {
+  return DBL_MIN;
+}
 
 template <class T>
 __global__ void relative_softmax_kernel(Terms<T> t, T* probs) {
@@ -124,8 +128,8 @@ __global__ void relative_softmax_backward_kernel(Terms<T> t, const T* probs, con
 // d_bias (H, Lq+Lk-1)[h, n] = sum over (batch, query) rows of head h, in that
 // order and in double, of the unscaled dLogits at key n - offset.
 template <class T>
-__global__ void distance_bias_grad_kernel(const T* d_scores, RelativeShape s,
-                                          std::int64_t heads, T* d_bias) {
+__global__ void distance_bias_grad_kernel(const T* d_scores, RelativeShape s, std::int64_t heads,
+                                          T* d_bias) {
   const std::int64_t lq = s.q_len, lk = s.k_len, n_dist = lq + lk - 1;
   const std::int64_t batch = s.rows / (heads * lq);
   for (std::int64_t e = cuda::thread_index(); e < heads * n_dist; e += cuda::thread_count()) {
@@ -153,10 +157,14 @@ const T* optional_data(const Tensor& t) {
 
 template <class T>
 Terms<T> terms_of(const RelativeSoftmaxArgs& a) {
-  return {a.scores.data<T>(),        optional_data<T>(a.distance_bias),
-          optional_data<T>(a.clipped), optional_data<T>(a.shifted),
-          a.shape,                   a.heads,
-          static_cast<T>(a.scale),   static_cast<T>(a.term_scale),
+  return {a.scores.data<T>(),
+          optional_data<T>(a.distance_bias),
+          optional_data<T>(a.clipped),
+          optional_data<T>(a.shifted),
+          a.shape,
+          a.heads,
+          static_cast<T>(a.scale),
+          static_cast<T>(a.term_scale),
           a.causal};
 }
 

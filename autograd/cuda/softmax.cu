@@ -61,8 +61,8 @@ void CudaBackend::softmax(const Tensor& x, const Tensor& y, std::int64_t rows, s
   if (rows * n == 0) return;
   dispatch_floating(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    softmax_kernel<T><<<cuda::blocks_for_rows(rows), cuda::kThreads>>>(x.data<T>(), y.data<T>(),
-                                                                        rows, n, log);
+    softmax_kernel<T>
+        <<<cuda::blocks_for_rows(rows), cuda::kThreads>>>(x.data<T>(), y.data<T>(), rows, n, log);
     RELPOS_CUDA_CHECK_LAUNCH("softmax_kernel");
   });
 }

@@ -16,7 +16,7 @@ constexpr int kMaxAxes = 8;
 
 template <int N>
 struct StridedIndexer {
-  int axes = 0;                          // merged axes, innermost first
+  int axes = 0;  // merged axes, innermost first
   std::int64_t sizes[kMaxAxes] = {};
   std::int64_t strides[N][kMaxAxes] = {};
 

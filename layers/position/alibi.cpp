@@ -33,10 +33,8 @@ class AlibiPosition final : public PositionScheme {
 const bool registered = register_position_scheme({
     .name = "alibi",
     .order = 60,
-    .build = [](const PositionConfig&, const ModelDims& dims,
-                Rng&) -> std::unique_ptr<PositionScheme> {
-      return std::make_unique<AlibiPosition>(dims);
-    },
+    .build = [](const PositionConfig&, const ModelDims& dims, Rng&)
+        -> std::unique_ptr<PositionScheme> { return std::make_unique<AlibiPosition>(dims); },
     .table_index = [](const PositionConfig&, std::int64_t rel) { return rel < 0 ? -rel : rel; },
     .caption =
         [](const PositionConfig&) {

@@ -11,8 +11,8 @@ namespace {
 class LearnedPosition final : public PositionScheme {
  public:
   LearnedPosition(std::int64_t max_len, std::int64_t d_model, Rng& rng) {
-    table_ = register_parameter("table", normal_init({max_len, d_model}, rng, kEmbeddingInitStd),
-                                false);
+    table_ =
+        register_parameter("table", normal_init({max_len, d_model}, rng, kEmbeddingInitStd), false);
   }
 
   Tensor embed(const Tensor& x, std::int64_t start) const override {

@@ -10,8 +10,9 @@ class NoPosition final : public PositionScheme {};
 const bool registered = register_position_scheme({
     .name = "none",
     .order = 0,
-    .build = [](const PositionConfig&, const ModelDims&,
-                Rng&) -> std::unique_ptr<PositionScheme> { return std::make_unique<NoPosition>(); },
+    .build = [](const PositionConfig&, const ModelDims&, Rng&) -> std::unique_ptr<PositionScheme> {
+      return std::make_unique<NoPosition>();
+    },
     .table_index = [](const PositionConfig&, std::int64_t rel) { return rel; },
     .caption = [](const PositionConfig&) { return std::string("relative position j - i"); },
 });

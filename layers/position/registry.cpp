@@ -27,20 +27,21 @@ const SchemeKey* find_key(const std::string& name) {
 bool register_position_scheme(PositionSchemeEntry entry) {
   for (const PositionSchemeEntry& other : entries()) {
     if (other.name == entry.name || other.order == entry.order)
-      throw InternalError(fmt::format("position scheme '{}' (order {}) clashes with '{}' (order {})",
-                                      entry.name, entry.order, other.name, other.order));
+      throw InternalError(
+          fmt::format("position scheme '{}' (order {}) clashes with '{}' (order {})", entry.name,
+                      entry.order, other.name, other.order));
   }
   for (const SchemeKey& key : entry.keys) {
     const SchemeKey* shared = find_key(key.name);
     if (shared && shared->default_value != key.default_value)
-      throw InternalError(fmt::format("position scheme '{}': key '{}' has another default than "
-                                      "in an earlier scheme",
-                                      entry.name, key.name));
+      throw InternalError(
+          fmt::format("position scheme '{}': key '{}' has another default than "
+                      "in an earlier scheme",
+                      entry.name, key.name));
   }
   auto& all = entries();
-  const auto at = std::find_if(all.begin(), all.end(), [&](const PositionSchemeEntry& e) {
-    return e.order > entry.order;
-  });
+  const auto at = std::find_if(all.begin(), all.end(),
+                               [&](const PositionSchemeEntry& e) { return e.order > entry.order; });
   all.insert(at, std::move(entry));
   return true;
 }

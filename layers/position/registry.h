@@ -28,7 +28,7 @@ struct SchemeKey {
 // What a scheme's validation may look at beyond its own keys.
 struct SchemeContext {
   ModelDims dims{};
-  std::int64_t seq_len = 0;               // the training length; 0 when unknown
+  std::int64_t seq_len = 0;                  // the training length; 0 when unknown
   std::vector<std::int64_t> eval_lengths{};  // evaluation lengths
 };
 

@@ -1,7 +1,8 @@
 // shaw (Shaw et al. 2018): learned key and value vectors per clipped relative distance,
 // idx = clip(j - i, -k, k) + k; tables of (2k+1, D), or (H, 2k+1, D) per head.
-#include <algorithm>
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "autograd/error.h"
 #include "layers/position/registry.h"
@@ -14,8 +15,7 @@ class ShawPosition final : public PositionScheme {
   ShawPosition(const PositionConfig& c, const ModelDims& dims, Rng& rng)
       : clip_(c.get<std::int64_t>("max_relative")) {
     const std::int64_t width = 2 * clip_ + 1, d = dims.head_dim();
-    const Shape shape =
-        c.get<bool>("per_head") ? Shape{dims.n_heads, width, d} : Shape{width, d};
+    const Shape shape = c.get<bool>("per_head") ? Shape{dims.n_heads, width, d} : Shape{width, d};
     for (std::int64_t l = 0; l < dims.n_layers; ++l) {
       if (c.get<bool>("shaw_keys"))
         keys_.push_back(register_parameter(fmt::format("layers.{}.keys", l),
@@ -55,10 +55,8 @@ const bool registered = register_position_scheme({
              {"shaw_values", true, "relative term on the values (outputs)", {}},
              {"per_head", false, "one table per head instead of one shared by all heads", {}}},
     .validate = validate_shaw,
-    .build = [](const PositionConfig& c, const ModelDims& dims,
-                Rng& rng) -> std::unique_ptr<PositionScheme> {
-      return std::make_unique<ShawPosition>(c, dims, rng);
-    },
+    .build = [](const PositionConfig& c, const ModelDims& dims, Rng& rng)
+        -> std::unique_ptr<PositionScheme> { return std::make_unique<ShawPosition>(c, dims, rng); },
     // k = 2 < L: clipping happens on both sides.
     .test_variants = {{{"max_relative", std::int64_t{2}}},
                       {{"max_relative", std::int64_t{2}}, {"per_head", true}},
@@ -75,8 +73,11 @@ const bool registered = register_position_scheme({
                              c.get<std::int64_t>("max_relative"));
         },
     .index_keys = {"max_relative"},
-    .reference_names = {{"max_rel", "max_relative"}, {"use_keys", "shaw_keys"}, {"use_values", "shaw_values"},
-         {"shaw_keys", "layers.0.keys"}, {"shaw_values", "layers.0.values"}},
+    .reference_names = {{"max_rel", "max_relative"},
+                        {"use_keys", "shaw_keys"},
+                        {"use_values", "shaw_values"},
+                        {"shaw_keys", "layers.0.keys"},
+                        {"shaw_values", "layers.0.values"}},
     .size_keys = {{"max_relative", std::int64_t{1} << 20}},
 });
 

@@ -37,8 +37,7 @@ Tensor interleaved_sinusoids(const std::vector<double>& positions, std::int64_t 
   return sinusoids(positions, dim, dtype, true);
 }
 
-Tensor concatenated_sinusoids(const std::vector<double>& positions, std::int64_t dim,
-                              DType dtype) {
+Tensor concatenated_sinusoids(const std::vector<double>& positions, std::int64_t dim, DType dtype) {
   return sinusoids(positions, dim, dtype, false);
 }
 

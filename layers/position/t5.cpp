@@ -58,19 +58,17 @@ void validate_t5(const PositionConfig& c, const SchemeContext&) {
 const bool registered = register_position_scheme({
     .name = "t5",
     .order = 40,
-    .keys = {{"num_buckets", std::int64_t{32}, "number of relative-distance buckets", {}},
-             {"max_distance", std::int64_t{128}, "distance where the logarithmic buckets saturate",
-              {}},
-             {"bidirectional_buckets", false,
-              "half the buckets per direction; when not set: the opposite of model.causal",
-              [](const ModelDims& dims) -> OptionValue { return !dims.causal; }},
-             {"per_layer", false, "one bias table per layer (UMT5) instead of one shared (T5)", {}},
-             {"scale", true, "divide q·k by sqrt(head_dim) (T5 itself does not)", {}}},
+    .keys =
+        {{"num_buckets", std::int64_t{32}, "number of relative-distance buckets", {}},
+         {"max_distance", std::int64_t{128}, "distance where the logarithmic buckets saturate", {}},
+         {"bidirectional_buckets", false,
+          "half the buckets per direction; when not set: the opposite of model.causal",
+          [](const ModelDims& dims) -> OptionValue { return !dims.causal; }},
+         {"per_layer", false, "one bias table per layer (UMT5) instead of one shared (T5)", {}},
+         {"scale", true, "divide q·k by sqrt(head_dim) (T5 itself does not)", {}}},
     .validate = validate_t5,
-    .build = [](const PositionConfig& c, const ModelDims& dims,
-                Rng& rng) -> std::unique_ptr<PositionScheme> {
-      return std::make_unique<T5Position>(c, dims, rng);
-    },
+    .build = [](const PositionConfig& c, const ModelDims& dims, Rng& rng)
+        -> std::unique_ptr<PositionScheme> { return std::make_unique<T5Position>(c, dims, rng); },
     // 6 buckets, max_distance 4: distances from 4 on saturate.
     .test_variants = {{{"num_buckets", std::int64_t{6}}, {"max_distance", std::int64_t{4}}},
                       {{"num_buckets", std::int64_t{8}},

@@ -10,9 +10,9 @@ namespace relpos {
 void validate(const T5BucketConfig& c) {
   const std::int64_t side = c.bidirectional ? c.num_buckets / 2 : c.num_buckets;
   const std::int64_t max_exact = side / 2;
-  require(max_exact > 0,
-          "t5: num_buckets={} gives max_exact=0 ({}); use at least {} buckets", c.num_buckets,
-          c.bidirectional ? "bidirectional" : "unidirectional", c.bidirectional ? 4 : 2);
+  require(max_exact > 0, "t5: num_buckets={} gives max_exact=0 ({}); use at least {} buckets",
+          c.num_buckets, c.bidirectional ? "bidirectional" : "unidirectional",
+          c.bidirectional ? 4 : 2);
   require(c.max_distance > max_exact,
           "t5: max_distance={} must exceed max_exact={} (num_buckets={}, {})", c.max_distance,
           max_exact, c.num_buckets, c.bidirectional ? "bidirectional" : "unidirectional");

@@ -1,9 +1,10 @@
 // xl (Dai et al. 2019, Transformer-XL): relative sinusoids R for distances Lk-1 .. 0
 // projected by a per-layer W_r, with learned global biases u (content) and v (position):
 // score = ((q+u)·k + rel_shift((q+v)·(W_r R))) / sqrt(D). Causal only.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
 
 #include "autograd/error.h"
 #include "autograd/ops/matmul.h"
@@ -78,10 +79,8 @@ const bool registered = register_position_scheme({
     .keys = {{"clamp_len", std::int64_t{0}, "clamp relative distances to this; 0: no clamp", {}},
              {"per_layer_uv", false, "u and v per layer instead of shared by all layers", {}}},
     .validate = validate_xl,
-    .build = [](const PositionConfig& c, const ModelDims& dims,
-                Rng& rng) -> std::unique_ptr<PositionScheme> {
-      return std::make_unique<XlPosition>(c, dims, rng);
-    },
+    .build = [](const PositionConfig& c, const ModelDims& dims, Rng& rng)
+        -> std::unique_ptr<PositionScheme> { return std::make_unique<XlPosition>(c, dims, rng); },
     // clamp_len 3 < L: clamping happens.
     .test_variants = {{{"clamp_len", std::int64_t{3}}}, {{"per_layer_uv", true}}},
     .table_index =

@@ -5,11 +5,11 @@
 #include <nlohmann/json.hpp>
 
 #include "autograd/error.h"
-#include "train/memory_estimate.h"
 #include "train/atomic_file.h"
 #include "train/commands/commands.h"
 #include "train/distributed.h"
 #include "train/evaluate.h"
+#include "train/memory_estimate.h"
 #include "train/metrics.h"
 #include "train/trainer.h"
 

@@ -100,8 +100,8 @@ void run(const PositionsOptions& given) {
   PositionsOptions o = given;
   if (o.k_len == 0) o.k_len = o.q_len;
   require(o.q_len >= 1, "--q-len must be >= 1, got {}", o.q_len);
-  require(o.k_len >= o.q_len, "--k-len ({}) must be >= --q-len ({}): queries are the last positions",
-          o.k_len, o.q_len);
+  require(o.k_len >= o.q_len,
+          "--k-len ({}) must be >= --q-len ({}): queries are the last positions", o.k_len, o.q_len);
   constexpr double kMaxCells = 1 << 24;  // a grid to read or plot, not to fill memory
   require(static_cast<double>(o.q_len) * static_cast<double>(o.k_len) <= kMaxCells,
           "--q-len {} x --k-len {}: at most {} cells", o.q_len, o.k_len, kMaxCells);
