@@ -347,7 +347,7 @@ TEST_CASE("check_params_match names the file, the parameter and both shapes", "[
 
 TEST_CASE("tools/load_checkpoint.py reads a checkpoint with h5py", "[checkpoint][python]") {
   if (std::system("/usr/bin/python3 -c 'import h5py, numpy' >/dev/null 2>&1") != 0) {
-    WARN("skipped: /usr/bin/python3 with h5py and numpy is not available");
+    WARN("SKIPPED: /usr/bin/python3 with h5py and numpy is not available");
     return;
   }
   TempDir dir("checkpoint");

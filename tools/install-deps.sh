@@ -12,6 +12,8 @@ packages=(
   nlohmann-json3-dev       # metrics and fixtures
   libfmt-dev               # formatting
   python3-matplotlib       # figures (tools/plot.py; relpos runs without it)
+  python3-h5py             # tools/load_checkpoint.py and its test
+  clang                    # the libFuzzer smoke run of the test command (tools/fuzz-smoke.sh)
   clang-format             # the formatting check (tools/check-format.sh)
   openmpi-bin libopenmpi-dev  # data-parallel training under mpirun (docs/distributed.md)
 )
