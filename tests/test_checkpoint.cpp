@@ -24,6 +24,7 @@ namespace {
 
 bool same_bits(const Tensor& a, const Tensor& b) {
   if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
+  if (a.numel() == 0) return true;  // an empty tensor may have no data pointer (memcmp: UB)
   const Tensor ca = a.contiguous();
   const Tensor cb = b.contiguous();
   return std::memcmp(ca.raw_data(), cb.raw_data(),
