@@ -3,7 +3,8 @@
 # build-asan/ (-DRELPOS_SANITIZE=address,undefined, CPU only, no benchmarks, -O1 -g), builds
 # it and runs ctest there. Any sanitizer report fails its test. Extra arguments go to the
 # CMake configure step (e.g. -DCMAKE_CXX_COMPILER_LAUNCHER=ccache).
-# On 2 cores: about 35 minutes to build from scratch and 15 to test (see docs/testing.md).
+# On 2 shared cores: about 25 minutes to build from scratch (less with ccache) and 1 to 4
+# minutes for ctest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
