@@ -5,6 +5,7 @@
 #   deterministic               train.deterministic_reduce: two 2-rank runs bit-identical
 #   resume_across_ranks         2 ranks -> checkpoint -> 1 rank -> checkpoint -> 2 ranks
 #   user_error                  an error on rank 0 alone: every rank exits 2, one line
+#   rank_killed                 SIGKILL of one rank mid-run: the job ends, checkpoints intact
 # Exits 77 (reported Skipped by ctest) when relpos was built without MPI (MPIRUN empty).
 set -uo pipefail
 scenario=$1 scheme=$2 relpos=$3 compare=$4 mpirun=$5 source=$6
@@ -89,6 +90,32 @@ case $scenario in
     rc=$?
     [ "$rc" -eq 2 ] && [ "$(grep -c '^relpos: error: relpos eval runs in one process' ve.log)" -eq 1 ] ||
       { cat ve.log; fail "eval under mpirun: exit $rc"; }
+    ;;
+  rank_killed)
+    # A long 2-rank run with a checkpoint every 5 steps; once two are written, one rank
+    # is killed. mpirun must end the whole job (non-zero, bounded in time), and every
+    # checkpoint left must verify and load.
+    ranks 2 train "${config[@]}" "${tiny[@]}" train.steps=100000 train.checkpoint_every=5 \
+      train.out_dir=k > k.log 2>&1 &
+    job=$!
+    for _ in $(seq 600); do
+      [ "$(ls k/checkpoints/*.h5.digest 2>/dev/null | wc -l)" -ge 2 ] && break
+      sleep 0.1
+    done
+    victim=$(pgrep -f "^$relpos train .*train.out_dir=k" | tail -1)
+    [ -n "$victim" ] || { cat k.log; fail "no rank process found"; }
+    start=$(date +%s)
+    kill -9 "$victim"
+    wait "$job"
+    rc=$?
+    [ "$rc" -ne 0 ] || fail "the job exited 0 after a rank was killed"
+    [ "$rc" -ne 124 ] || fail "the job hung after a rank was killed"
+    [ $(( $(date +%s) - start )) -lt 60 ] || fail "took over 60 s to end"
+    checkpoints=(k/checkpoints/ckpt_*.h5)
+    [ "${#checkpoints[@]}" -ge 2 ] || fail "fewer than 2 checkpoints"
+    for c in "${checkpoints[@]}"; do
+      one inspect "$c" > /dev/null 2>&1 || fail "checkpoint $c does not load"
+    done
     ;;
   *) echo "unknown scenario $scenario"; exit 2 ;;
 esac
