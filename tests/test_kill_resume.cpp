@@ -11,6 +11,7 @@
 #include <random>
 
 #include "tests/test_files.h"
+#include "tests/test_metrics.h"
 #include "tests/test_process.h"
 #include "train/checkpoint.h"
 
@@ -25,17 +26,6 @@ const char* kRun =
     "train: {steps: 1500, eval_every: 25, eval_batches: 1, checkpoint_every: 7, log_every: 1, "
     "keep_checkpoints: 3, threads: 1}\n"
     "schedule: {warmup_steps: 10}\n";
-
-std::vector<std::string> metrics_without_timing(const fs::path& file) {
-  std::ifstream in(file);
-  std::vector<std::string> out;
-  for (std::string line; std::getline(in, line);) {
-    nlohmann::json j = nlohmann::json::parse(line);  // throws on a broken line
-    j.erase("tokens_per_s");
-    out.push_back(j.dump());
-  }
-  return out;
-}
 
 void require_same_tensors(const std::map<std::string, relpos::Tensor>& a,
                           const std::map<std::string, relpos::Tensor>& b) {
@@ -90,6 +80,6 @@ TEST_CASE("kill: SIGKILL at random moments, resume each time: the result is bit-
   require_same_tensors(a.params, b.params);
   require_same_tensors(a.optim, b.optim);
   REQUIRE(a.rng_states == b.rng_states);
-  REQUIRE(metrics_without_timing(box.path() / "killed/metrics.jsonl") ==
-          metrics_without_timing(box.path() / "straight/metrics.jsonl"));
+  REQUIRE(relpos::testing::metrics_without_timing(box.path() / "killed/metrics.jsonl") ==
+          relpos::testing::metrics_without_timing(box.path() / "straight/metrics.jsonl"));
 }

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/test_files.h"
+#include "tests/test_metrics.h"
 #include "tests/test_process.h"
 #include "train/checkpoint.h"
 
@@ -25,18 +26,6 @@ const char* kTiny =
     "train: {steps: 300, eval_every: 50, eval_batches: 1, checkpoint_every: 100, log_every: 1, "
     "threads: 1}\n"
     "schedule: {warmup_steps: 1}\n";
-
-// metrics.jsonl without its wall-clock field (tokens_per_s), one dump per line.
-std::vector<std::string> metrics_without_timing(const fs::path& file) {
-  std::ifstream in(file);
-  std::vector<std::string> out;
-  for (std::string line; std::getline(in, line);) {
-    nlohmann::json j = nlohmann::json::parse(line);
-    j.erase("tokens_per_s");
-    out.push_back(j.dump());
-  }
-  return out;
-}
 
 int one_line_count(const std::string& text) {
   return static_cast<int>(std::count(text.begin(), text.end(), '\n'));
@@ -72,11 +61,12 @@ TEST_CASE("stop: SIGINT and SIGTERM save, write the summary, exit 130/143, resum
         relpos::load_checkpoint(relpos::checkpoint_path(box.path() / dir / "checkpoints", step));
     REQUIRE(saved.step == step);
     REQUIRE(nlohmann::json::parse(
-                metrics_without_timing(box.path() / dir / "metrics.jsonl").back())["step"] == step);
+                relpos::testing::metrics_without_timing(box.path() / dir / "metrics.jsonl")
+                    .back())["step"] == step);
     REQUIRE(wait_for(spawn_relpos({"train", "tiny.yaml", "train.out_dir=" + dir, "--resume", dir},
                                   box.path())) == 0);
-    REQUIRE(metrics_without_timing(box.path() / dir / "metrics.jsonl") ==
-            metrics_without_timing(box.path() / "straight" / "metrics.jsonl"));
+    REQUIRE(relpos::testing::metrics_without_timing(box.path() / dir / "metrics.jsonl") ==
+            relpos::testing::metrics_without_timing(box.path() / "straight" / "metrics.jsonl"));
   }
 }
 

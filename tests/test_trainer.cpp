@@ -9,6 +9,7 @@
 
 #include "autograd/error.h"
 #include "tests/test_files.h"
+#include "tests/test_metrics.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
 #include "train/divergence.h"
@@ -145,17 +146,6 @@ TEST_CASE("checkpoint parameters whose shapes differ from the config are rejecte
 
 namespace {
 
-// metrics.jsonl without its wall-clock field (tokens_per_s); throws on a broken line.
-std::vector<std::string> metrics_without_timing(const fs::path& dir) {
-  std::vector<std::string> out;
-  for (const std::string& line : lines_of(dir / "metrics.jsonl")) {
-    nlohmann::json j = nlohmann::json::parse(line);
-    j.erase("tokens_per_s");
-    out.push_back(j.dump());
-  }
-  return out;
-}
-
 // Sets every optimizer state tensor whose key ends in `suffix` to +Inf.
 void poison_optimizer_state(RunState& run, const std::string& suffix) {
   std::map<std::string, Tensor> state = run.optimizer->state();
@@ -171,7 +161,8 @@ TEST_CASE("metrics.jsonl: a resume cuts records after the checkpoint and a parti
   TempDir dir("trainer_metrics_cut");
   RunState straight = build_run(tiny_config(dir.path()));
   train(straight);
-  const std::vector<std::string> expected = metrics_without_timing(dir.path());
+  const std::vector<std::string> expected =
+      testing::metrics_without_timing(dir.path() / "metrics.jsonl");
   // A crash while writing a record of step 7 left half a line.
   std::ofstream(dir.path() / "metrics.jsonl", std::ios::app) << "{\"step\":7,\"lo";
   RunState resumed = build_run(tiny_config(dir.path()));
@@ -179,7 +170,7 @@ TEST_CASE("metrics.jsonl: a resume cuts records after the checkpoint and a parti
   restore_run(resumed, load_checkpoint(at3), at3);
   train(resumed);
   // Valid JSON lines, no duplicates (steps 4..6 again) and no gaps.
-  REQUIRE(metrics_without_timing(dir.path()) == expected);
+  REQUIRE(testing::metrics_without_timing(dir.path() / "metrics.jsonl") == expected);
 }
 
 TEST_CASE("metrics.jsonl: a write that fails leaves no partial record", "[trainer][metrics]") {
