@@ -19,6 +19,13 @@ namespace relpos {
 
 namespace {
 
+// True when a launcher (mpirun, srun) started this process: Open MPI, PMI or PMIx set these.
+bool launched_by_mpi() {
+  for (const char* variable : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"})
+    if (std::getenv(variable) != nullptr) return true;
+  return false;
+}
+
 bool mpi_running() {
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
@@ -65,6 +72,7 @@ void sum_over_ranks(std::span<T> values, bool deterministic) {
 }  // namespace
 
 DistributedScope::DistributedScope(int& argc, char**& argv) {
+  if (!launched_by_mpi()) return;  // one process without a launcher: no MPI at all
   MPI_Init(&argc, &argv);
   // A rank that fails mid-run ends the job with MPI_Abort (main.cpp), never waits alone.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);

@@ -12,7 +12,8 @@
 
 namespace relpos {
 
-// Initialises MPI (when built with it) for the life of main() and finalises it.
+// Initialises MPI (when built with it and started by a launcher such as mpirun or srun)
+// for the life of main() and finalises it; without a launcher relpos is one process.
 class DistributedScope {
  public:
   DistributedScope(int& argc, char**& argv);
