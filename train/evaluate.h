@@ -2,6 +2,7 @@
 // Validation loss of a model at one or more sequence lengths (the length-
 // extrapolation curve). Losses are nats per scored token; for byte-level data
 // bits per byte = loss / ln 2.
+#include <limits>
 #include <vector>
 
 #include "data/data_source.h"
@@ -15,6 +16,11 @@ struct EvalPoint {
   double perplexity = 0.0;  // exp(loss)
   double bits_per_byte = 0.0;
   std::int64_t tokens = 0;  // scored tokens
+  // On synthetic tasks: next-token accuracy on the answer tokens (the ones that depend
+  // on position) and the fraction of sequences whose answer tokens are all right. NaN
+  // where the data has no answer tokens (a corpus).
+  double accuracy = std::numeric_limits<double>::quiet_NaN();
+  double exact_match = std::numeric_limits<double>::quiet_NaN();
 };
 
 // Evaluates in inference mode (no dropout, no tape) on up to `batches` batches per length.
