@@ -6,8 +6,9 @@
 namespace relpos {
 
 MultiHeadAttention::MultiHeadAttention(const ModelDims& dims, std::int64_t layer,
-                                       const PositionScheme& scheme, AttentionPath path, Rng& rng)
-    : dims_(dims), layer_(layer), scheme_(scheme), path_(path) {
+                                       const PositionScheme& scheme, AttentionPath path, Rng& rng,
+                                       const AttentionChunk* chunk)
+    : dims_(dims), layer_(layer), scheme_(scheme), path_(path), chunk_(chunk) {
   require(dims.n_heads > 0 && dims.d_model % dims.n_heads == 0,
           "model.d_model={} must be divisible by model.n_heads={}", dims.d_model, dims.n_heads);
   q_ = &register_module("q", std::make_unique<Linear>(dims.d_model, dims.d_model, false, rng));
@@ -42,7 +43,10 @@ Tensor MultiHeadAttention::forward(const Tensor& x, std::int64_t start, const Te
     cache->v = v.detach();
   }
   const std::int64_t k_len = k.size(2);
-  Tensor out = scaled_attention(q, k, v, scheme_.terms(layer_, len, k_len), dims_.causal, path_);
+  AttentionChunk chunk = chunk_ ? *chunk_ : AttentionChunk{};
+  chunk.key_origin = start - (k_len - len);  // the cache or memory keys come first
+  Tensor out =
+      scaled_attention(q, k, v, scheme_.terms(layer_, len, k_len), dims_.causal, path_, chunk);
   out = reshape(permute(out, {0, 2, 1, 3}), {batch, len, dims_.d_model});  // (B, L, d)
   return o_->forward(out);
 }

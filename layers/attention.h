@@ -14,8 +14,9 @@ struct KvCache {
 
 class MultiHeadAttention : public Module {
  public:
+  // `chunk`, if given, is read at every call (its size may change between batches).
   MultiHeadAttention(const ModelDims& dims, std::int64_t layer, const PositionScheme& scheme,
-                     AttentionPath path, Rng& rng);
+                     AttentionPath path, Rng& rng, const AttentionChunk* chunk = nullptr);
 
   // x (B, L, d_model) holds positions start .. start+L-1. `memory` (B, M, d_model),
   // if defined, holds the M positions before them (no gradient flows into it);
@@ -30,6 +31,7 @@ class MultiHeadAttention : public Module {
   std::int64_t layer_;
   const PositionScheme& scheme_;
   AttentionPath path_;
+  const AttentionChunk* chunk_;
   Linear* q_;
   Linear* k_;
   Linear* v_;

@@ -34,13 +34,14 @@ Tensor head_bias(const Tensor& b) { return reshape(b, {1, b.size(0), 1, b.size(1
 // The flash path: every term goes into the tiled kernel; Shaw's value term is the
 // kernel's bins times A.
 Tensor flash_path(const Tensor& q, const Tensor& k, const Tensor& v, const PositionTerms& terms,
-                  bool causal) {
+                  bool causal, const AttentionChunk& chunk) {
   const std::int64_t batch = q.size(0), d = q.size(3);
   const double inv_sqrt_d = 1.0 / std::sqrt(static_cast<double>(d));
   FlashTerms ft;
   ft.scale = terms.scale_scores ? inv_sqrt_d : 1.0;
   ft.term_scale = inv_sqrt_d;
   ft.causal = causal;
+  ft.chunk = chunk;
   ft.distance_bias = like(terms.distance_bias, q);
   ft.clip = terms.shaw_clip;
   if (terms.shaw_keys.defined())  // q·Bᵀ: (B, H, Lq, 2k+1)
@@ -73,7 +74,8 @@ const char* name_of(AttentionPath path) {
 }
 
 Tensor scaled_attention(const Tensor& q, const Tensor& k, const Tensor& v,
-                        const PositionTerms& terms, bool causal, AttentionPath path) {
+                        const PositionTerms& terms, bool causal, AttentionPath path,
+                        const AttentionChunk& chunk) {
   require(q.dim() == 4 && k.dim() == 4 && v.dim() == 4,
           "attention: q {}, k {}, v {} must be (B, H, L, D)", q.describe(), k.describe(),
           v.describe());
@@ -86,12 +88,17 @@ Tensor scaled_attention(const Tensor& q, const Tensor& k, const Tensor& v,
   require(!xl || causal, "attention: Transformer-XL terms need causal attention");
   // Where the backend has no flash kernel, the fused path computes the same attention.
   if (path == AttentionPath::flash && kernel_supported(q, Kernel::flash_attention))
-    return flash_path(q, k, v, terms, causal);
+    return flash_path(q, k, v, terms, causal, chunk);
   const double inv_sqrt_d = 1.0 / std::sqrt(static_cast<double>(d));
   const Tensor k_t = transpose(k, -1, -2);  // (B, H, D, Lk)
 
   // Content scores (B, H, Lq, Lk); XL adds its global content bias u to q.
   Tensor scores = matmul(xl ? add(q, head_bias(terms.xl_u)) : q, k_t);
+  // Outside the chunk band a score of -inf stays -inf after every term and softmax
+  // gives it probability 0 and gradient 0 (on the fused path too).
+  if (chunk.enabled())
+    scores = masked_fill(scores, chunk_mask(q_len, k_len, chunk, q.device()),
+                         -std::numeric_limits<double>::infinity());
   RelativeTerms rt;
   rt.scale = terms.scale_scores ? inv_sqrt_d : 1.0;
   rt.term_scale = inv_sqrt_d;

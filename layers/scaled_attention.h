@@ -2,6 +2,7 @@
 // Scaled dot-product attention with the contributions of a position scheme
 // (docs/position-schemes.md). q (B, H, Lq, D); k, v (B, H, Lk, D), Lk >= Lq, the
 // queries being the last Lq positions.
+#include "autograd/attention_chunk.h"
 #include "autograd/tensor.h"
 
 namespace relpos {
@@ -25,8 +26,11 @@ struct PositionTerms {
 enum class AttentionPath { flash, fused, composed };
 const char* name_of(AttentionPath path);
 
+// `chunk` (size 0: none) restricts each query to its chunk band (streaming encoders,
+// docs/streaming.md): flash applies it per tile, fused and composed as a mask.
 Tensor scaled_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                         const PositionTerms& terms, bool causal,
-                        AttentionPath path = AttentionPath::flash);
+                        AttentionPath path = AttentionPath::flash,
+                        const AttentionChunk& chunk = {});
 
 }  // namespace relpos

@@ -13,12 +13,13 @@ ModelDims model_dims(const ModelConfig& config) {
   return {config.d_model, config.n_heads, config.n_layers, config.causal};
 }
 
-Block::Block(const ModelConfig& config, std::int64_t layer, const PositionScheme& scheme, Rng& rng)
+Block::Block(const ModelConfig& config, std::int64_t layer, const PositionScheme& scheme, Rng& rng,
+             const AttentionChunk* chunk)
     : config_(config) {
   const ModelDims dims = model_dims(config);
   norm1_ = &register_module("norm1", std::make_unique<Norm>(config.norm, config.d_model));
   attn_ = &register_module("attn", std::make_unique<MultiHeadAttention>(
-                                       dims, layer, scheme, config.attention_path, rng));
+                                       dims, layer, scheme, config.attention_path, rng, chunk));
   norm2_ = &register_module("norm2", std::make_unique<Norm>(config.norm, config.d_model));
   fc1_ =
       &register_module("mlp.fc1", std::make_unique<Linear>(config.d_model, config.d_ff, true, rng));
@@ -37,7 +38,10 @@ Tensor Block::forward(const Tensor& x, std::int64_t start, const Tensor& memory,
   return add(y, dropout(m, p, mix64(dropout_seed, 1), 0, training()));
 }
 
-TransformerLM::TransformerLM(const ModelConfig& config, Rng& rng) : config_(config) {
+TransformerLM::TransformerLM(const ModelConfig& config, Rng& rng)
+    : config_(config),
+      chunk_(std::make_unique<AttentionChunk>(
+          AttentionChunk{config.attention_chunk.size, config.attention_chunk.left_chunks, 0})) {
   require(config.vocab > 0, "model.vocab must be positive, got {}", config.vocab);
   require(config.n_layers > 0, "model.n_layers must be positive, got {}", config.n_layers);
   require(config.n_heads > 0 && config.d_model % config.n_heads == 0,
@@ -45,17 +49,28 @@ TransformerLM::TransformerLM(const ModelConfig& config, Rng& rng) : config_(conf
   require(config.d_ff > 0, "model.d_ff must be positive, got {}", config.d_ff);
   require(config.dropout >= 0.0 && config.dropout < 1.0, "model.dropout must be in [0, 1), got {}",
           config.dropout);
+  const AttentionChunkConfig& chunk = config.attention_chunk;
+  require(chunk.size >= 0 && chunk.left_chunks >= -1 && !(chunk.size > 0 && config.causal),
+          "model.attention_chunk (size {}, left_chunks {}) needs size >= 0, left_chunks >= -1 and "
+          "a bidirectional model (model.causal: false)",
+          chunk.size, chunk.left_chunks);
   const ModelDims dims = model_dims(config);
   embed_ =
       &register_module("embed", std::make_unique<Embedding>(config.vocab, config.d_model, rng));
   position_ = &register_module("position", make_position_scheme(config.position, dims, rng));
   for (std::int64_t l = 0; l < config.n_layers; ++l)
-    blocks_.push_back(&register_module("blocks." + std::to_string(l),
-                                       std::make_unique<Block>(config_, l, *position_, rng)));
+    blocks_.push_back(
+        &register_module("blocks." + std::to_string(l),
+                         std::make_unique<Block>(config_, l, *position_, rng, chunk_.get())));
   final_norm_ = &register_module("final_norm", std::make_unique<Norm>(config.norm, config.d_model));
   if (!config.tie_embeddings)
     head_ = &register_module("head",
                              std::make_unique<Linear>(config.d_model, config.vocab, false, rng));
+}
+
+void TransformerLM::set_attention_chunk_size(std::int64_t size) {
+  require(size >= 0, "model: attention chunk size must be >= 0, got {}", size);
+  chunk_->size = size;
 }
 
 Tensor TransformerLM::run(const Tensor& tokens, std::int64_t start, std::vector<Tensor>* memory,

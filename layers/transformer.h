@@ -12,6 +12,13 @@
 
 namespace relpos {
 
+// Chunked streaming attention for encoders (docs/streaming.md).
+struct AttentionChunkConfig {
+  std::int64_t size = 0;          // positions per chunk; 0: full attention
+  std::int64_t left_chunks = -1;  // earlier chunks each query sees; -1: all
+  bool dynamic = false;           // training draws the size per batch from 1..size
+};
+
 struct ModelConfig {
   std::int64_t vocab = 256;
   std::int64_t d_model = 128;
@@ -24,6 +31,7 @@ struct ModelConfig {
   bool causal = true;
   PositionConfig position;
   AttentionPath attention_path = AttentionPath::flash;
+  AttentionChunkConfig attention_chunk;
 };
 
 // The dimensions a position scheme and the attention see.
@@ -38,7 +46,8 @@ struct DecodeState {
 
 class Block : public Module {
  public:
-  Block(const ModelConfig& config, std::int64_t layer, const PositionScheme& scheme, Rng& rng);
+  Block(const ModelConfig& config, std::int64_t layer, const PositionScheme& scheme, Rng& rng,
+        const AttentionChunk* chunk = nullptr);
   // x (B, L, d). `attention_input`, if given, receives norm1(x) (the next memory).
   Tensor forward(const Tensor& x, std::int64_t start, const Tensor& memory, KvCache* cache,
                  std::uint64_t dropout_seed, Tensor* attention_input = nullptr) const;
@@ -67,12 +76,17 @@ class TransformerLM : public Module {
   const PositionScheme& position() const { return *position_; }
   // Dropout masks are drawn from (seed, step): set once per step by the trainer.
   void set_dropout_seed(std::uint64_t seed) { dropout_seed_ = seed; }
+  // The chunk size of the attention from now on (dynamic chunk training draws one per
+  // batch); starts as model.attention_chunk.size, 0 meaning full attention.
+  void set_attention_chunk_size(std::int64_t size);
+  std::int64_t attention_chunk_size() const { return chunk_->size; }
 
  private:
   Tensor run(const Tensor& tokens, std::int64_t start, std::vector<Tensor>* memory,
              std::vector<KvCache>* caches, std::int64_t mem_len) const;
 
   ModelConfig config_;
+  std::unique_ptr<AttentionChunk> chunk_;  // read by every attention layer at each call
   Embedding* embed_;
   PositionScheme* position_;
   std::vector<Block*> blocks_;

@@ -113,13 +113,13 @@ inline std::vector<Tensor> randomize_parameters(const Module& module, DType dtyp
 }
 
 // Attention through a scheme as MultiHeadAttention applies it: q (B, H, Lq, D) holds the
-// last Lq of the Lk positions of k and v.
+// last Lq of the Lk positions of k and v (key 0 at position 0, where chunks start).
 inline Tensor attention_through(const PositionScheme& scheme, const Tensor& q, const Tensor& k,
                                 const Tensor& v, bool causal, AttentionPath path,
-                                std::int64_t layer = 0) {
+                                std::int64_t layer = 0, const AttentionChunk& chunk = {}) {
   const std::int64_t q_len = q.size(2), k_len = k.size(2);
   return scaled_attention(scheme.rotate(q, k_len - q_len), scheme.rotate(k, 0), v,
-                          scheme.terms(layer, q_len, k_len), causal, path);
+                          scheme.terms(layer, q_len, k_len), causal, path, chunk);
 }
 
 }  // namespace relpos::testing

@@ -48,6 +48,9 @@ void require_same(const RunConfig& a, const RunConfig& b) {
   CHECK(ma.tie_embeddings == mb.tie_embeddings);
   CHECK(ma.causal == mb.causal);
   CHECK(ma.attention_path == mb.attention_path);
+  CHECK(ma.attention_chunk.size == mb.attention_chunk.size);
+  CHECK(ma.attention_chunk.left_chunks == mb.attention_chunk.left_chunks);
+  CHECK(ma.attention_chunk.dynamic == mb.attention_chunk.dynamic);
   const PositionConfig &pa = ma.position, &pb = mb.position;
   CHECK(pa.scheme == pb.scheme);
   for (const PositionKey& k : position_keys()) {
@@ -92,7 +95,7 @@ void require_same(const RunConfig& a, const RunConfig& b) {
 }
 
 // require_same compares this many keys; a new key must be added there too.
-constexpr std::size_t kComparedKeys = 59;
+constexpr std::size_t kComparedKeys = 62;
 
 // Every key set to a value other than its default (and valid together).
 const char* const kEveryKeyYaml = R"(model:
@@ -106,6 +109,10 @@ const char* const kEveryKeyYaml = R"(model:
   tie_embeddings: false
   causal: false
   attention: composed
+  attention_chunk:
+    size: 8
+    left_chunks: 2
+    dynamic: true
   position:
     scheme: shaw
     max_len: 4096
@@ -166,8 +173,18 @@ eval:
 
 RunConfig every_key_expected() {
   RunConfig c;
-  c.model = {
-      300, 96, 3, 6, 200, 0.125, NormKind::rmsnorm, false, false, {}, AttentionPath::composed};
+  c.model = {300,
+             96,
+             3,
+             6,
+             200,
+             0.125,
+             NormKind::rmsnorm,
+             false,
+             false,
+             {},
+             AttentionPath::composed,
+             {8, 2, true}};
   PositionConfig& p = c.model.position;
   p.scheme = "shaw";
   p.set("max_len", std::int64_t{4096});

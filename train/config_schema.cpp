@@ -57,6 +57,20 @@ std::vector<ConfigKey> model_keys() {
        "attention kernel: flash (tiled, no L x L; CPU), fused (L x L scores, one softmax "
        "kernel) or composed of primitive ops (slowest; the reference)",
        [](RunConfig& c) -> F { return &c.model.attention_path; }},
+      {"model.attention_chunk.size",
+       {},
+       "chunked streaming attention (docs/streaming.md), bidirectional models only: positions "
+       "per chunk; each query sees its own chunk and earlier ones. 0: full attention",
+       [](RunConfig& c) -> F { return &c.model.attention_chunk.size; }},
+      {"model.attention_chunk.left_chunks",
+       {},
+       "earlier chunks each query sees, -1 for all (needs model.attention_chunk.size)",
+       [](RunConfig& c) -> F { return &c.model.attention_chunk.left_chunks; }},
+      {"model.attention_chunk.dynamic",
+       {},
+       "dynamic chunk training: each batch draws its chunk size uniformly from 1 to "
+       "model.attention_chunk.size; evaluation uses model.attention_chunk.size",
+       [](RunConfig& c) -> F { return &c.model.attention_chunk.dynamic; }},
   };
 }
 

@@ -33,6 +33,27 @@ void validate_choices(const RunConfig& config) {
   }
 }
 
+// model.attention_chunk (docs/streaming.md).
+void validate_attention_chunk(const ModelConfig& m) {
+  const AttentionChunkConfig& c = m.attention_chunk;
+  require_at_least(c.size, 0, "model.attention_chunk.size");
+  require_at_least(c.left_chunks, -1, "model.attention_chunk.left_chunks");
+  if (c.size == 0) {
+    require(c.left_chunks == -1,
+            "model.attention_chunk.left_chunks={} needs a chunk: set "
+            "model.attention_chunk.size >= 1",
+            c.left_chunks);
+    require(!c.dynamic,
+            "model.attention_chunk.dynamic=true needs the largest chunk: set "
+            "model.attention_chunk.size >= 1");
+    return;
+  }
+  require(!m.causal,
+          "model.attention_chunk.size={} is for bidirectional encoders: it needs "
+          "model.causal=false (a causal model already sees no later position)",
+          c.size);
+}
+
 void validate_model(const ModelConfig& m) {
   require_at_least(m.vocab, 1, "model.vocab");
   require_at_least(m.d_model, 1, "model.d_model");
@@ -49,6 +70,7 @@ void validate_model(const ModelConfig& m) {
           "mask token id {}, so model.vocab must be >= {} (left unset, model.vocab follows "
           "model.causal)",
           m.vocab, kMaskToken, kMaskedVocabSize);
+  validate_attention_chunk(m);
 }
 
 // The table sizes of the chosen scheme (registry.h, size_keys).

@@ -25,6 +25,7 @@
 #include "train/device_placement.h"
 #include "train/distributed.h"
 #include "train/divergence.h"
+#include "train/dynamic_chunk.h"
 #include "train/evaluate.h"
 #include "train/memory_estimate.h"
 #include "train/metrics.h"
@@ -379,6 +380,9 @@ TrainSummary train(RunState& run, RunStart start) {
     loss_value = 0.0;
     for (std::int64_t micro = 0; micro < c.optim.grad_accum; ++micro) {
       const Batch batch = run.data->next_train();  // the global batch, (B, L)
+      if (c.model.attention_chunk.dynamic)
+        model.set_attention_chunk_size(
+            dynamic_chunk_size(c.train.seed, run.step, micro, c.model.attention_chunk.size));
       Tensor loss;
       if (world == 1) {
         const Tensor logits = model.forward(batch.inputs.to(run.device));  // (B, L, V)
@@ -397,6 +401,7 @@ TrainSummary train(RunState& run, RunStart start) {
       window_tokens += batch.inputs.numel();
       run.tokens_seen += batch.inputs.numel();
     }
+    model.set_attention_chunk_size(c.model.attention_chunk.size);  // evaluation's chunks
     int stop_signal = 0;
     if (all_reduce) {
       stop_signal = signals.requested();

@@ -120,7 +120,7 @@ void backward_head(const BackwardTensors& t, const FlashGeometry& g, std::int64_
     dq.assign(rows * g.dim, T(0));
     dxq.assign(dxq_all || dr ? rows * g.dim : 0, T(0));
     const std::int64_t key_end = g.key_end(i0 + rows - 1);
-    for (std::int64_t j0 = 0; j0 < key_end; j0 += g.k_tile) {
+    for (std::int64_t j0 = g.key_begin(i0); j0 < key_end; j0 += g.k_tile) {
       const FlashBlock blk{i0, rows, j0, std::min(g.k_tile, key_end - j0)};
       T* p = scratch.logits.data();
       T* ds = scratch.grad.data();

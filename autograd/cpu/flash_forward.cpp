@@ -87,7 +87,7 @@ void forward_head(const FlashAttentionArgs& a, const FlashGeometry& g, std::int6
     const std::int64_t rows = std::min(g.q_tile, g.q_len - i0);
     st.reset(rows, g.dim, bins_width);
     const std::int64_t key_end = g.key_end(i0 + rows - 1);
-    for (std::int64_t j0 = 0; j0 < key_end; j0 += g.k_tile) {
+    for (std::int64_t j0 = g.key_begin(i0); j0 < key_end; j0 += g.k_tile) {
       const FlashBlock blk{i0, rows, j0, std::min(g.k_tile, key_end - j0)};
       T* s = scratch.logits.data();
       cpu::block_logits<T>(a, g, b, h, blk, s, scratch.xl.data());

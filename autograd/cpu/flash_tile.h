@@ -39,6 +39,7 @@ struct FlashGeometry {
   std::int64_t batch, heads, q_len, k_len, dim, clip, width, n_dist;
   std::int64_t q_tile, k_tile, xl_ld;  // tile sizes; xl_ld: columns of an XL block
   bool causal;
+  AttentionChunk chunk;
 
   explicit FlashGeometry(const FlashAttentionArgs& a)
       : batch(a.q.size(0)),
@@ -52,13 +53,17 @@ struct FlashGeometry {
         q_tile(a.query_tile > 0 ? a.query_tile : kQueryTile),
         k_tile(a.key_tile > 0 ? a.key_tile : kKeyTile),
         xl_ld(q_tile + k_tile - 1),
-        causal(a.causal) {}
+        causal(a.causal),
+        chunk(a.chunk) {}
 
   // Whether the (batch, head) tasks are big enough to pay for starting threads.
   bool worth_threads() const { return batch * heads * q_len * k_len * dim > (1 << 18); }
   std::int64_t qpos(std::int64_t i) const { return k_len - q_len + i; }
-  // Keys j < key_end(i) are visible to query i.
-  std::int64_t key_end(std::int64_t i) const { return causal ? qpos(i) + 1 : k_len; }
+  // Keys key_begin(i) <= j < key_end(i) are visible to query i; both never decrease with i.
+  std::int64_t key_begin(std::int64_t i) const { return chunk.key_begin(qpos(i)); }
+  std::int64_t key_end(std::int64_t i) const {
+    return std::min({causal ? qpos(i) + 1 : k_len, chunk.key_end(qpos(i)), k_len});
+  }
   // Index of key j in a vector over relative distances, for query i.
   std::int64_t distance_index(std::int64_t i, std::int64_t j) const { return j + q_len - 1 - i; }
 };
@@ -66,9 +71,13 @@ struct FlashGeometry {
 // One block: queries [i0, i0 + rows) against keys [j0, j0 + cols).
 struct FlashBlock {
   std::int64_t i0, rows, j0, cols;
-  // Visible keys of block row r: the first visible(r) columns.
+  // Block row r computes its first visible(r) columns; of those, the first hidden(r)
+  // lie before the row's chunk band and are masked like the columns after visible(r).
   std::int64_t visible(const FlashGeometry& g, std::int64_t r) const {
     return std::clamp(g.key_end(i0 + r) - j0, std::int64_t{0}, cols);
+  }
+  std::int64_t hidden(const FlashGeometry& g, std::int64_t r) const {
+    return std::clamp(g.key_begin(i0 + r) - j0, std::int64_t{0}, visible(g, r));
   }
   // Transformer-XL: the distances the block needs, [xl_lo, xl_lo + xl_width), and the
   // column of G (the block's query rows against those distances) that holds key j0 of row r.
@@ -111,7 +120,8 @@ struct FlashScratch {
   }
 };
 
-// s (rows, k_tile) = the block's logits; masked entries are -inf.
+// s (rows, k_tile) = the block's logits; masked entries are -inf (their exp is 0, so
+// every later use of the row treats them as absent).
 template <class T>
 void block_logits(const FlashAttentionArgs& a, const FlashGeometry& g, std::int64_t b,
                   std::int64_t h, const FlashBlock& blk, T* s, T* xl_scratch) {
@@ -160,6 +170,7 @@ void block_logits(const FlashAttentionArgs& a, const FlashGeometry& g, std::int6
       for (std::int64_t c = 0; c < n; ++c) row[c] += term_scale * x[c];
     }
     std::fill(row + n, row + blk.cols, -std::numeric_limits<T>::infinity());
+    std::fill(row, row + blk.hidden(g, r), -std::numeric_limits<T>::infinity());
   }
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // Tiled attention with relative position terms, never forming an (Lq, Lk) matrix
 // (the math is FlashAttentionArgs in autograd/backend.h; docs/relative-kernels.md).
+#include "autograd/attention_chunk.h"
 #include "autograd/tensor.h"
 
 namespace relpos {
@@ -15,6 +16,7 @@ struct FlashTerms {
   double scale = 1.0;       // on q·k
   double term_scale = 1.0;  // on the Shaw and XL terms
   bool causal = false;
+  AttentionChunk chunk;  // streaming chunk band (size 0: none); tiles outside it are skipped
   std::int64_t query_tile = 0, key_tile = 0;  // 0: the backend's defaults (tests set small ones)
 };
 

@@ -66,4 +66,18 @@ Tensor causal_mask(std::int64_t q_len, std::int64_t k_len, Device device) {
   return mask.to(device);
 }
 
+Tensor chunk_mask(std::int64_t q_len, std::int64_t k_len, const AttentionChunk& chunk,
+                  Device device) {
+  require(q_len >= 0 && q_len <= k_len, "chunk_mask: need 0 <= q_len {} <= k_len {}", q_len, k_len);
+  require(chunk.enabled(), "chunk_mask: chunk size {} must be positive", chunk.size);
+  Tensor mask = Tensor::empty({q_len, k_len}, DType::u8);  // (q_len, k_len)
+  auto* p = mask.data<std::uint8_t>();
+  for (std::int64_t i = 0; i < q_len; ++i) {
+    const std::int64_t pos = k_len - q_len + i;
+    const std::int64_t begin = chunk.key_begin(pos), end = chunk.key_end(pos);
+    for (std::int64_t j = 0; j < k_len; ++j) p[i * k_len + j] = j < begin || j >= end ? 1 : 0;
+  }
+  return mask.to(device);
+}
+
 }  // namespace relpos

@@ -2,6 +2,7 @@
 // Masking ops. Masks are u8 tensors: nonzero means "true".
 #include <cstdint>
 
+#include "autograd/attention_chunk.h"
 #include "autograd/tensor.h"
 
 namespace relpos {
@@ -24,5 +25,10 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
 // to every query. q_len must not exceed k_len (earlier queries would see no
 // key at all).
 Tensor causal_mask(std::int64_t q_len, std::int64_t k_len, Device device = Device::cpu);
+
+// The u8 (q_len, k_len) chunk mask (autograd/attention_chunk.h): 1 where key j lies
+// outside the chunk band of query i, which sits at key index (k_len - q_len) + i.
+Tensor chunk_mask(std::int64_t q_len, std::int64_t k_len, const AttentionChunk& chunk,
+                  Device device = Device::cpu);
 
 }  // namespace relpos
