@@ -1,8 +1,8 @@
 // Chunked streaming attention (model.attention_chunk, docs/streaming.md): the band
 // itself, the flash kernel against the composed reference with every gradient, an
 // fp64 gradcheck across tiles, the limits C = 1 (causal) and C >= L (full
-// attention) for every scheme, and a chunk-by-chunk forward with a KV cache equal
-// to the full forward under the chunk mask.
+// attention) for every scheme, and a chunk-by-chunk forward with a KV cache (or
+// segment memory) equal to the full forward under the chunk mask.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -318,5 +318,29 @@ TEST_CASE("a chunk-by-chunk forward with a KV cache equals the full forward unde
           CHECK(change > 1e-4);
       }
     }
+  }
+}
+
+// Segment memory of N chunks and one position more: key 0 sits at position start - M, one
+// position before a chunk starts (a key origin that is not a chunk boundary), and the band
+// reaches back over the N chunks only, so the result is the full forward's.
+TEST_CASE("segment memory of left_chunks chunks equals the full forward under the chunk mask",
+          "[attention][chunk][decode]") {
+  const std::int64_t len = 12, size = 3, left = 1;
+  for (const ModelConfig& config : small_encoders({size, left, false}, AttentionPath::flash)) {
+    INFO(testing::describe_config(config.position));
+    Rng rng(87);
+    TransformerLM model(config, rng);
+    model.set_training(false);
+    perturb(model, rng);
+    NoGradGuard no_grad;
+    const Tensor tokens = random_tokens(2, len, 32, rng);
+    const Tensor full = model.forward(tokens);
+    DecodeState state;
+    std::vector<Tensor> pieces;
+    for (std::int64_t t = 0; t < len; t += 2 * size)  // segments of two chunks
+      pieces.push_back(
+          model.forward(slice(tokens, 1, t, t + 2 * size), state, false, left * size + 1));
+    testing::require_close(concat(pieces, 1).to_vector(), full.to_vector(), 2e-5);
   }
 }
