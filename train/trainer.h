@@ -43,6 +43,9 @@ struct RunState {
   std::unique_ptr<DataSource> data;
   std::int64_t step = 0;
   std::int64_t tokens_seen = 0;
+  // train.mem_len > 0: each layer's segment memory (B, M, d_model), detached, that the
+  // next training batch attends to; saved in checkpoints. Empty before the first step.
+  std::vector<Tensor> memory;
   // Rollbacks after divergence so far: the learning rate is scaled by 0.5^lr_halvings.
   std::int64_t lr_halvings = 0;
   std::filesystem::path resumed_from;        // the checkpoint restore_run loaded; empty if none
