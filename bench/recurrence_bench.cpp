@@ -46,13 +46,14 @@ RunState build(const Options& o, std::int64_t mem_len) {
 
 struct Timed {
   std::vector<double> seconds;
-  std::size_t peak_bytes = 0;  // the largest step's peak above what it started with
+  std::vector<double> cpu_seconds;  // process CPU time: with one thread, the load hardly moves it
+  std::size_t peak_bytes = 0;       // the largest step's peak above what it started with
 };
 
-// One training step with memory; returns its seconds and records its peak bytes.
-double step(RunState& run, Timed& timed) {
+// One training step with memory; records its seconds, CPU seconds and peak bytes.
+void step(RunState& run, Timed& timed) {
   Allocator& allocator = allocator_for(Device::cpu);
-  const double start = bench::now_seconds();
+  const double start = bench::now_seconds(), cpu_start = bench::process_cpu_seconds();
   allocator.reset_peak();
   const std::size_t before = allocator.stats().current_bytes;
   run.optimizer->zero_grad();
@@ -62,7 +63,8 @@ double step(RunState& run, Timed& timed) {
   clip_grad_norm(run.optimizer->parameters(), run.config.optim.grad_clip);
   run.optimizer->step(run.config.optim.lr);
   timed.peak_bytes = std::max(timed.peak_bytes, allocator.stats().peak_bytes - before);
-  return bench::now_seconds() - start;
+  timed.seconds.push_back(bench::now_seconds() - start);
+  timed.cpu_seconds.push_back(bench::process_cpu_seconds() - cpu_start);
 }
 
 }  // namespace
@@ -89,12 +91,13 @@ int main(int argc, char** argv) {
     for (int s = 0; s < o.warmup + o.steps; ++s)
       for (std::size_t i = 0; i < runs.size(); ++i) {
         Timed scratch;
-        const double seconds = step(runs[i], s < o.warmup ? scratch : timed[i]);
-        if (s >= o.warmup) timed[i].seconds.push_back(seconds);
+        step(runs[i], s < o.warmup ? scratch : timed[i]);
       }
     const double base = bench::median(timed.front().seconds);
+    const double cpu_base = bench::median(timed.front().cpu_seconds);
     for (std::size_t i = 0; i < runs.size(); ++i) {
       const double median = bench::median(timed[i].seconds);
+      const double cpu = bench::median(timed[i].cpu_seconds);
       const nlohmann::json line = {
           {"scheme", o.scheme},
           {"len", o.len},
@@ -105,6 +108,8 @@ int main(int argc, char** argv) {
           {"median_step_s", median},
           {"best_step_s", *std::min_element(timed[i].seconds.begin(), timed[i].seconds.end())},
           {"step_ratio_to_first", median / base},
+          {"median_cpu_step_s", cpu},
+          {"cpu_ratio_to_first", cpu / cpu_base},
           {"peak_tensor_bytes", timed[i].peak_bytes}};
       std::printf("%s\n", line.dump().c_str());
     }
