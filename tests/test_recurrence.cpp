@@ -17,6 +17,7 @@
 #include "train/checkpoint.h"
 #include "train/config.h"
 #include "train/evaluate_stream.h"
+#include "train/memory_estimate.h"
 #include "train/trainer.h"
 
 using namespace relpos;
@@ -259,4 +260,14 @@ TEST_CASE("recurrence: config errors name the keys", "[recurrence][config]") {
   REQUIRE(message({"data.source=copy"}).find("data.source") != std::string::npos);
   REQUIRE(message({"train.mem_len=-1"}).find("train.mem_len") != std::string::npos);
   REQUIRE(!fs::exists(out));
+}
+
+TEST_CASE("recurrence: the memory estimate counts the segment memory", "[recurrence][config]") {
+  const fs::path out = fs::temp_directory_path() / "relpos_recurrence_estimate";
+  const MemoryEstimate without = estimate_memory(recurrent_config(out, {"train.mem_len=0"}));
+  const MemoryEstimate with = estimate_memory(recurrent_config(out, {"train.mem_len=1024"}));
+  // 5 tensors of (4, 1024, 16) floats in each of 2 layers.
+  REQUIRE(with.activations - without.activations == Approx(5.0 * 2 * 4 * 1024 * 16 * 4));
+  REQUIRE(with.describe(recurrent_config(out, {"train.mem_len=1024"})).find("train.mem_len=1024") !=
+          std::string::npos);
 }
