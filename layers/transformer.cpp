@@ -115,4 +115,15 @@ Tensor TransformerLM::forward(const Tensor& tokens, DecodeState& state, bool use
   return logits;
 }
 
+Tensor forward_segment(const TransformerLM& model, const Tensor& tokens,
+                       std::vector<Tensor>& memory, std::int64_t mem_len) {
+  if (mem_len == 0) return model.forward(tokens);
+  DecodeState state;
+  state.memory = std::move(memory);
+  state.position = state.memory.empty() ? 0 : state.memory.front().size(1);
+  Tensor logits = model.forward(tokens, state, false, mem_len);
+  memory = std::move(state.memory);
+  return logits;
+}
+
 }  // namespace relpos

@@ -95,4 +95,12 @@ class TransformerLM : public Module {
   std::uint64_t dropout_seed_ = 0;
 };
 
+// One segment of segment-recurrent training or evaluation: tokens (B, L) after the
+// per-layer `memory` (B, M, d_model each, M <= mem_len; empty before the first
+// segment), which is replaced by the last mem_len hidden states, detached. Positions
+// count from the oldest memory entry: every scheme it is used with reads distances
+// only. mem_len 0: a plain forward, memory left empty. -> logits (B, L, V).
+Tensor forward_segment(const TransformerLM& model, const Tensor& tokens,
+                       std::vector<Tensor>& memory, std::int64_t mem_len);
+
 }  // namespace relpos

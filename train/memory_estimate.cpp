@@ -63,6 +63,10 @@ double activation_bytes(const RunConfig& c) {
   const DataConfig& data = c.data;
   const double tokens = d(data.batch_size) * d(data.seq_len);
   double bytes = kF32 * pass_elements(c, d(data.batch_size), d(data.seq_len));
+  // Segment memory (train.mem_len): per layer the cached states, and the keys and values
+  // computed from them with their gradients, (B, M, d_model) each.
+  bytes +=
+      kF32 * 5 * d(c.model.n_layers) * d(data.batch_size) * d(c.train.mem_len) * d(c.model.d_model);
   for (const std::int64_t length : c.eval.lengths) {
     const double rows = std::max(1.0, tokens / d(length));  // DataSource::eval_rows
     const double batches = kI64 * 2 * d(c.train.eval_batches) * rows * d(length);
@@ -90,6 +94,7 @@ std::string model_keys(const ModelConfig& m) {
 std::string activation_keys(const RunConfig& c) {
   std::string keys = fmt::format("data.batch_size={}, data.seq_len={}, train.eval_batches={}",
                                  c.data.batch_size, c.data.seq_len, c.train.eval_batches);
+  if (c.train.mem_len > 0) keys += fmt::format(", train.mem_len={}", c.train.mem_len);
   if (!c.eval.lengths.empty())
     keys += fmt::format(", eval.lengths=[{}]", fmt::join(c.eval.lengths, ", "));
   return keys;

@@ -12,6 +12,7 @@
 #include "autograd/error.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/loss.h"
+#include "autograd/ops/shape.h"
 #include "autograd/tape.h"
 #include "autograd/threads.h"
 #include "optim/adam.h"
@@ -101,6 +102,7 @@ void load_parameters(const TransformerLM& model, const Checkpoint& ckpt,
 
 RunState build_run(const RunConfig& config) {
   validate(config);
+  validate_recurrence(config);
   require_fits_in_memory(config);  // before the model or the data is allocated
   const Device device = train_device(config.train.device);
   if (config.train.threads > 0) set_num_threads(static_cast<int>(config.train.threads));
@@ -115,14 +117,38 @@ RunState build_run(const RunConfig& config) {
   run.optimizer = make_optimizer(config.optim, run.model->parameters());
   DataConfig data = config.data;
   data.seed = mix64(config.train.seed, 2);
-  data.masked_tokens = !config.model.causal;  // a bidirectional model sees the next token
+  data.masked_tokens = !config.model.causal;     // a bidirectional model sees the next token
+  data.stream_order = config.train.mem_len > 0;  // each row continues its text
   run.data = make_source(data);
   return run;
 }
 
 namespace {
 
-// Parameters, optimizer state, data stream and counters of a checkpoint.
+// The segment memory saved in a checkpoint, checked against the run's shape and
+// trimmed to its train.mem_len; none when the run has no memory.
+std::vector<Tensor> memory_from(const RunState& run, const Checkpoint& ckpt,
+                                const std::filesystem::path& source) {
+  const RunConfig& c = run.config;
+  std::vector<Tensor> memory;
+  if (c.train.mem_len == 0 || ckpt.memory.empty()) return memory;
+  require(static_cast<std::int64_t>(ckpt.memory.size()) == c.model.n_layers,
+          "checkpoint {}: /memory holds {} layers, the model has {}", source.string(),
+          ckpt.memory.size(), c.model.n_layers);
+  for (std::int64_t l = 0; l < c.model.n_layers; ++l) {
+    const auto found = ckpt.memory.find(std::to_string(l));
+    require(found != ckpt.memory.end(), "checkpoint {}: no /memory/{}", source.string(), l);
+    const Tensor& m = found->second;
+    require(m.dim() == 3 && m.size(0) == c.data.batch_size && m.size(2) == c.model.d_model,
+            "checkpoint {}: /memory/{} is {}, expected (data.batch_size={}, M, model.d_model={})",
+            source.string(), l, m.describe(), c.data.batch_size, c.model.d_model);
+    const std::int64_t keep = std::min(m.size(1), c.train.mem_len);
+    memory.push_back(slice(m, 1, m.size(1) - keep, m.size(1)).contiguous().to(run.device));
+  }
+  return memory;
+}
+
+// Parameters, optimizer state, data stream, segment memory and counters of a checkpoint.
 void load_training_state(RunState& run, const Checkpoint& ckpt,
                          const std::filesystem::path& source) {
   load_parameters(*run.model, ckpt, source);
@@ -131,6 +157,7 @@ void load_training_state(RunState& run, const Checkpoint& ckpt,
   require(sampler != ckpt.rng_states.end(), "checkpoint {}: no '{}' state", source.string(),
           kSamplerKey);
   run.data->set_sampler_state(SamplerState::from_words(sampler->second));
+  run.memory = memory_from(run, ckpt, source);
   const auto halvings = ckpt.rng_states.find(kLrHalvingsKey);
   require(halvings == ckpt.rng_states.end() || halvings->second.size() == 1,
           "checkpoint {}: '{}' must hold one word", source.string(), kLrHalvingsKey);
@@ -165,6 +192,7 @@ RunState load_run_for_inference(const std::filesystem::path& path, const std::st
     RunConfig config = config_from_yaml(config_yaml, path.string() + " (saved config)");
     if (!data_source.empty()) config.data.source = data_source;
     config.train.device = "cpu";  // a checkpoint from a GPU run is usable on any machine
+    config.train.mem_len = 0;     // no training stream is read; eval --mem-len asks for memory
     run = build_run(config);
     check_shapes_match(parameter_shapes(*run.model), shapes, path.string());
   };
@@ -183,6 +211,8 @@ Checkpoint snapshot(const RunState& run) {
   c.tokens_seen = run.tokens_seen;
   c.config_yaml = to_yaml(run.config);
   c.rng_states[kSamplerKey] = run.data->sampler_state().to_words();
+  for (std::size_t l = 0; l < run.memory.size(); ++l)
+    c.memory[std::to_string(l)] = run.memory[l].clone();
   if (run.lr_halvings > 0)
     c.rng_states[kLrHalvingsKey] = {static_cast<std::uint64_t>(run.lr_halvings)};
   return c;
@@ -246,6 +276,11 @@ TrainSummary train(RunState& run, RunStart start) {
         "data.batch_size: {} is not a multiple of the {} MPI ranks (each rank trains on "
         "batch_size / ranks rows of every batch)",
         c.data.batch_size, world);
+  if (world > 1 && c.train.mem_len > 0)
+    fail_everywhere(
+        "train.mem_len={}: segment-recurrent training runs in one process, not under mpirun "
+        "({} ranks); set train.mem_len: 0 or run without mpirun",
+        c.train.mem_len, world);
   std::optional<RunFolder> folder;
   std::optional<MetricsLog> metrics_log;
   run_collectively([&] {
@@ -385,7 +420,8 @@ TrainSummary train(RunState& run, RunStart start) {
             dynamic_chunk_size(c.train.seed, run.step, micro, c.model.attention_chunk.size));
       Tensor loss;
       if (world == 1) {
-        const Tensor logits = model.forward(batch.inputs.to(run.device));  // (B, L, V)
+        const Tensor logits =  // (B, L, V)
+            forward_segment(model, batch.inputs.to(run.device), run.memory, c.train.mem_len);
         loss = cross_entropy(logits, batch.targets.to(run.device), kIgnoreTarget);
       } else {
         // This rank's rows, (B/N, L): its summed loss over the global batch's scored

@@ -43,6 +43,9 @@ struct RunState {
   std::unique_ptr<DataSource> data;
   std::int64_t step = 0;
   std::int64_t tokens_seen = 0;
+  // train.mem_len > 0: each layer's segment memory (B, M, d_model), detached, that the
+  // next training batch attends to; saved in checkpoints. Empty before the first step.
+  std::vector<Tensor> memory;
   // Rollbacks after divergence so far: the learning rate is scaled by 0.5^lr_halvings.
   std::int64_t lr_halvings = 0;
   std::filesystem::path resumed_from;        // the checkpoint restore_run loaded; empty if none
@@ -54,7 +57,8 @@ struct RunState {
 RunState build_run(const RunConfig& config);
 // Builds the run a checkpoint was saved from (its config, optionally with the data
 // source replaced) and loads its parameters: for eval, sample and inspect. It runs
-// on the CPU whatever train.device the run used.
+// on the CPU whatever train.device the run used, and reads no training stream
+// (train.mem_len 0: `relpos eval --mem-len` gives the memory).
 RunState load_run_for_inference(const std::filesystem::path& checkpoint,
                                 const std::string& data_source = "");
 // Restores parameters, optimizer state, data stream and counters from a
