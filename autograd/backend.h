@@ -11,6 +11,7 @@
 
 #include "autograd/allocator.h"
 #include "autograd/kernel.h"
+#include "autograd/precision.h"
 #include "autograd/tensor.h"
 
 namespace relpos {
@@ -112,6 +113,9 @@ struct FlashAttentionArgs {
   double term_scale = 1.0;
   bool causal = false;
   std::int64_t query_tile = 0, key_tile = 0;  // 0: the backend's defaults (tests set small ones)
+  // bf16: f32 inputs take q·kᵀ, p·v and the backward's products of those in bf16 with f32
+  // sums; the position terms and the softmax stay f32. f64 inputs ignore it.
+  Precision precision = Precision::fp32;
 };
 
 // Undefined members are not wanted. q, k, v may be strided like the inputs.
