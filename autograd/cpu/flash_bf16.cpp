@@ -41,7 +41,9 @@
 
 // GCC 12's AVX-512 intrinsics pass an undefined vector as the unused merge source of
 // unmasked operations, which -Wmaybe-uninitialized reports once they are inlined.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace relpos::cpu {
 namespace {
