@@ -195,6 +195,7 @@ void CpuBackend::flash_attention_backward(const FlashAttentionArgs& args, const 
                                           const Tensor& lse, const Tensor& grad_out,
                                           const FlashAttentionGrads& grads) {
   const FlashGeometry g(args);
+  cpu::bf16_begin_kernel_call();
   dispatch_floating(out.dtype(), [&](auto zero) {
     using T = decltype(zero);
     BackwardTensors t{args, out, lse, grad_out, grads, {}, {}};

@@ -215,10 +215,52 @@ void packed_product(std::int64_t m, std::int64_t n, std::int64_t pairs, const Wo
   }
 }
 
+// The packed B operands of the current kernel call on this thread, by address: a key
+// block's k and v serve every query tile, a query tile's q and dO every key block.
+std::atomic<std::uint64_t> g_kernel_call{0};
+
+struct PackedB {
+  const float* src = nullptr;
+  std::int64_t src_ld = 0, n = 0, k = 0, ld = 0;
+  bool trans = false;
+  std::uint64_t call = 0;
+  std::vector<Word> words;
+};
+
+// B packed for (trans_b, n, k) from b: a cached entry of this call, or a fresh packing.
+// A transposed packing of more columns serves fewer (lanes are independent); any other
+// packing must match exactly, so a cached result has the bits of a fresh one.
+const PackedB& packed_b_operand(bool trans_b, std::int64_t n, std::int64_t k, const float* b,
+                                std::int64_t ldb) {
+  constexpr std::size_t kEntries = 12;
+  thread_local std::array<PackedB, kEntries> cache;
+  thread_local std::size_t next = 0;
+  const std::uint64_t call = g_kernel_call.load(std::memory_order_relaxed);
+  PackedB* slot = nullptr;
+  for (PackedB& e : cache) {
+    if (e.call != call || e.src != b || e.src_ld != ldb || e.k != k || e.trans != trans_b) continue;
+    if (e.n == n || (trans_b && e.n > n)) return e;
+    slot = &e;  // the same operand, now needed wider: repack it in place
+    break;
+  }
+  if (!slot) {
+    slot = &cache[next];
+    next = (next + 1) % kEntries;
+  }
+  const std::int64_t pairs = (k + 1) / 2;
+  *slot = {b, ldb, n, k, round_up16(n), trans_b, call, std::move(slot->words)};
+  slot->words.resize(static_cast<std::size_t>(pairs * slot->ld));
+  if (trans_b)  // B is (n, k)
+    pack_pairs_transposed(b, ldb, n, k, slot->words.data(), slot->ld);
+  else
+    pack_pairs_of_rows(b, ldb, k, n, slot->words.data(), slot->ld);
+  return *slot;
+}
+
 void native_gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
                  float alpha, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
                  float beta, float* c, std::int64_t ldc) {
-  thread_local std::vector<Word> packed_a, packed_b;
+  thread_local std::vector<Word> packed_a;
   const std::int64_t pairs = (k + 1) / 2;
   std::int64_t a_m = pairs, a_k = 1;
   if (trans_a) {  // A is (k, m): pairs of its rows, read at [kk][m]
@@ -230,14 +272,9 @@ void native_gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std
     packed_a.resize(static_cast<std::size_t>(m * pairs));
     pack_pairs_along_rows(a, lda, m, k, packed_a.data(), pairs);
   }
-  const std::int64_t b_ld = round_up16(n);
-  packed_b.resize(static_cast<std::size_t>(pairs * b_ld));
-  if (trans_b)  // B is (n, k)
-    pack_pairs_transposed(b, ldb, n, k, packed_b.data(), b_ld);
-  else
-    pack_pairs_of_rows(b, ldb, k, n, packed_b.data(), b_ld);
-  packed_product(m, n, pairs, packed_a.data(), a_m, a_k, packed_b.data(), b_ld, c, ldc, alpha,
-                 beta != 0.0f);
+  const PackedB& packed_b = packed_b_operand(trans_b, n, k, b, ldb);
+  packed_product(m, n, pairs, packed_a.data(), a_m, a_k, packed_b.words.data(), packed_b.ld, c, ldc,
+                 alpha, beta != 0.0f);
 }
 
 // x rounded to the nearest bfloat16 (ties to even), kept as a float.
@@ -269,6 +306,8 @@ void software_gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, s
 }
 
 }  // namespace
+
+void bf16_begin_kernel_call() { g_kernel_call.fetch_add(1, std::memory_order_relaxed); }
 
 bool bf16_products_native() {
   return has_avx512_bf16() && !g_switched_off.load(std::memory_order_relaxed);

@@ -6,10 +6,16 @@
 
 namespace relpos::cpu {
 
+// Starts a kernel call (a flash forward or backward): B operands that bf16_gemm_rows
+// packed before are forgotten.
+void bf16_begin_kernel_call();
+
 // C (m, n) = alpha · op(A) · op(B) + beta · C, beta 0 or 1, with the arguments of
 // gemm_rows<float> (autograd/cpu/blas_call.h). On a CPU with AVX512-BF16 the products
 // run on vdpbf16ps; otherwise the operands are rounded in software and multiplied by
 // the f32 BLAS: the same products, summed in another order (slower than f32).
+// B is packed once per kernel call and address: it must not change until the next
+// bf16_begin_kernel_call() (A may: the attention's p and ds are rewritten per block).
 void bf16_gemm_rows(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
                     float alpha, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
                     float beta, float* c, std::int64_t ldc);

@@ -112,6 +112,7 @@ void forward_head(const FlashAttentionArgs& a, const FlashGeometry& g, std::int6
 void CpuBackend::flash_attention(const FlashAttentionArgs& args, const Tensor& out,
                                  const Tensor& lse) {
   const FlashGeometry g(args);
+  cpu::bf16_begin_kernel_call();
   dispatch_floating(out.dtype(), [&](auto zero) {
     using T = decltype(zero);
     cpu::parallel_for(g.batch * g.heads, g.worth_threads(), [&](std::int64_t bh) {
