@@ -88,10 +88,12 @@ std::string tensor_name(std::size_t i) {
 }
 
 // The flash op with every term (T5/ALiBi bias, Shaw keys and value bins, XL when causal)
-// in f32 under `precision`: B=2, H=2, D=18, Lq=90 of Lk=201, k=20. Returns the output and
+// in f32, its forward under `precision` and its backward outside that scope unless
+// `backward_in_scope`: B=2, H=2, D=18, Lq=90 of Lk=201, k=20. Returns the output and
 // every input's gradient.
 std::vector<Tensor> flash_every_term(bool causal, Precision precision, std::int64_t query_tile = 0,
-                                     std::int64_t key_tile = 0, std::uint64_t seed = 81) {
+                                     std::int64_t key_tile = 0, std::uint64_t seed = 81,
+                                     bool backward_in_scope = false) {
   Rng rng(seed);
   const std::int64_t b = 2, h = 2, d = 18, lq = 90, lk = 201, clip = 20;
   std::vector<Tensor> x;
@@ -125,7 +127,9 @@ std::vector<Tensor> flash_every_term(bool causal, Precision precision, std::int6
     PrecisionScope scope(precision);
     out = flash_attention(x[0], x[1], x[2], t);
   }
-  backward(out, randn(out.shape(), rng));
+  const Tensor grad = randn(out.shape(), rng);
+  PrecisionScope scope(backward_in_scope ? precision : current_precision());
+  backward(out, grad);
   std::vector<Tensor> result{out.detach()};
   for (std::size_t i = 0; i < (causal ? 7u : 5u); ++i) result.push_back(x[i].grad());
   return result;
@@ -248,6 +252,18 @@ TEST_CASE("bf16 flash attention repacks new inputs that reuse an earlier call's 
     for (std::size_t i = 0; i < after_same.size(); ++i) {
       INFO("causal=" << causal << " " << tensor_name(i));
       CHECK(same_bits(after_other[i], after_same[i]));
+    }
+  }
+}
+
+TEST_CASE("bf16 flash attention's backward repeats the precision recorded by its forward",
+          "[attention][flash][bf16]") {
+  for (bool causal : {true, false}) {
+    const auto outside = flash_every_term(causal, Precision::bf16);
+    const auto inside = flash_every_term(causal, Precision::bf16, 0, 0, 81, true);
+    for (std::size_t i = 0; i < outside.size(); ++i) {
+      INFO("causal=" << causal << " " << tensor_name(i));
+      CHECK(same_bits(outside[i], inside[i]));
     }
   }
 }
