@@ -12,6 +12,7 @@
 #include "autograd/allocator.h"
 #include "autograd/attention_chunk.h"
 #include "autograd/kernel.h"
+#include "autograd/precision.h"
 #include "autograd/tensor.h"
 
 namespace relpos {
@@ -115,6 +116,9 @@ struct FlashAttentionArgs {
   bool causal = false;
   AttentionChunk chunk;                       // streaming chunk band; size 0: none
   std::int64_t query_tile = 0, key_tile = 0;  // 0: the backend's defaults (tests set small ones)
+  // bf16: f32 inputs take q·kᵀ, p·v and the backward's products of those in bf16 with f32
+  // sums; the position terms and the softmax stay f32. f64 inputs ignore it.
+  Precision precision = Precision::fp32;
 };
 
 // Undefined members are not wanted. q, k, v may be strided like the inputs.

@@ -1,9 +1,13 @@
 // One attention layer, forward + backward, for every position scheme against no
 // positions, in the same run: B=8, H=4, d_model=256 (head_dim 64), causal.
 // Usage: bench_attention [L ...] [--reps N] [--path flash|fused|composed] [--schemes t5,shaw]
-//        [--cpu-time]
+//        [--cpu-time] [--bf16]
+// --bf16 times every scheme in fp32 and in bf16 (autograd/precision.h) in the same rounds,
+// both the attention alone (scaled_attention on q, k, v of (8, 4, L, 64) with the
+// scheme's rotation and terms) and the whole layer, and reports the minimum of the reps.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <sstream>
@@ -12,9 +16,11 @@
 
 #include "autograd/allocator.h"
 #include "autograd/blas_kernel.h"
+#include "autograd/precision.h"
 #include "autograd/tape.h"
 #include "bench/timing.h"
 #include "layers/attention.h"
+#include "layers/scaled_attention.h"
 
 using namespace relpos;
 
@@ -46,6 +52,79 @@ double step_seconds(const Layer& layer, const Tensor& x, const Tensor& grad, boo
   return (cpu_time ? bench::process_cpu_seconds() : bench::now_seconds()) - start;
 }
 
+double now(bool cpu_time) { return cpu_time ? bench::process_cpu_seconds() : bench::now_seconds(); }
+
+// The attention alone: q, k, v (B, H, L, D) through the layer's scheme and path.
+double attention_seconds(const Layer& layer, AttentionPath path, const std::vector<Tensor>& qkv,
+                         const Tensor& grad, Precision precision, bool cpu_time) {
+  const std::int64_t len = qkv[0].size(2);
+  const double start = now(cpu_time);
+  Tensor out;
+  {
+    PrecisionScope scope(precision);
+    const PositionScheme& s = *layer.scheme;
+    out = scaled_attention(s.rotate(qkv[0], 0), s.rotate(qkv[1], 0), qkv[2], s.terms(0, len, len),
+                           true, path);
+  }
+  backward(out, grad);
+  return now(cpu_time) - start;
+}
+
+double layer_seconds(const Layer& layer, const Tensor& x, const Tensor& grad, Precision precision,
+                     bool cpu_time) {
+  PrecisionScope scope(precision);
+  return step_seconds(layer, x, grad, cpu_time);
+}
+
+// fp32 against bf16, each scheme's four timings taken in the same round.
+void compare_bf16(const std::vector<std::int64_t>& lengths, const std::vector<std::string>& schemes,
+                  AttentionPath path, int reps, bool cpu_time) {
+  fmt::print(
+      "one attention layer fwd+bwd, B=8 H=4 d=256 (head_dim 64), causal, {} path, minimum of "
+      "{}\n\n",
+      name_of(path), reps);
+  fmt::print(
+      "| scheme | L | attention fp32 ms | attention bf16 ms | speed-up | layer fp32 ms | "
+      "layer bf16 ms | speed-up |\n|---|---:|---:|---:|---:|---:|---:|---:|\n");
+  const Precision precisions[] = {Precision::fp32, Precision::bf16};
+  for (std::int64_t len : lengths) {
+    Rng rng(3);
+    Tensor x = randn({8, len, 256}, rng);
+    x.set_requires_grad(true);
+    const Tensor grad = randn({8, len, 256}, rng);
+    std::vector<Tensor> qkv;
+    for (int i = 0; i < 3; ++i) {
+      qkv.push_back(randn({8, 4, len, 64}, rng));
+      qkv.back().set_requires_grad(true);
+    }
+    const Tensor head_grad = randn({8, 4, len, 64}, rng);
+    std::map<std::string, Layer> layers;
+    for (const auto& s : schemes) layers.emplace(s, make_layer(s, path));
+    std::map<std::string, std::vector<double>> attention[2], layer[2];
+    for (int round = -1; round < reps; ++round)  // round -1 warms up
+      for (const auto& s : schemes)
+        for (int p = 0; p < 2; ++p) {
+          const double a =
+              attention_seconds(layers.at(s), path, qkv, head_grad, precisions[p], cpu_time);
+          const double l = layer_seconds(layers.at(s), x, grad, precisions[p], cpu_time);
+          for (Tensor& t : qkv) t.zero_grad();
+          x.zero_grad();
+          if (round < 0) continue;
+          attention[p][s].push_back(a);
+          layer[p][s].push_back(l);
+        }
+    auto min_ms = [](const std::vector<double>& v) {
+      return *std::min_element(v.begin(), v.end()) * 1e3;
+    };
+    for (const auto& s : schemes) {
+      const double a32 = min_ms(attention[0][s]), a16 = min_ms(attention[1][s]);
+      const double l32 = min_ms(layer[0][s]), l16 = min_ms(layer[1][s]);
+      fmt::print("| {} | {} | {:.1f} | {:.1f} | {:.2f}x | {:.1f} | {:.1f} | {:.2f}x |\n", s, len,
+                 a32, a16, a32 / a16, l32, l16, l32 / l16);
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -54,7 +133,7 @@ int main(int argc, char** argv) {
   int reps = 5;
   AttentionPath path = AttentionPath::flash;
   std::vector<std::string> schemes = {"none", "t5", "alibi", "rope", "shaw", "xl"};
-  bool cpu_time = false;
+  bool cpu_time = false, bf16 = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
       reps = std::atoi(argv[++i]);
@@ -65,6 +144,8 @@ int main(int argc, char** argv) {
                                 : AttentionPath::flash;
     } else if (std::strcmp(argv[i], "--cpu-time") == 0) {
       cpu_time = true;
+    } else if (std::strcmp(argv[i], "--bf16") == 0) {
+      bf16 = true;
     } else if (std::strcmp(argv[i], "--schemes") == 0 && i + 1 < argc) {
       schemes = {"none"};  // the baseline of the ratios
       std::stringstream list(argv[++i]);
@@ -75,6 +156,10 @@ int main(int argc, char** argv) {
     }
   }
   if (lengths.empty()) lengths = {128, 512, 2048};
+  if (bf16) {
+    compare_bf16(lengths, schemes, path, reps, cpu_time);
+    return 0;
+  }
   fmt::print("one attention layer fwd+bwd, B=8 H=4 d=256, causal, {} path, median of {}\n\n",
              name_of(path), reps);
   fmt::print("| scheme | L | ms | vs none | peak tensor MiB |\n|---|---:|---:|---:|---:|\n");

@@ -126,22 +126,22 @@ void backward_head(const BackwardTensors& t, const FlashGeometry& g, std::int64_
       T* ds = scratch.grad.data();
       cpu::block_logits<T>(a, g, b, h, blk, p, scratch.xl.data());
       // dp = grad_out_tile · v_tileᵀ (the first D columns of grad_out)
-      cpu::gemm_rows<T>(false, true, rows, blk.cols, g.dim, T(1), go.row(i0), go.stride, v.row(j0),
-                        v.stride, T(0), ds, g.k_tile);
+      cpu::content_gemm<T>(a.precision, false, true, rows, blk.cols, g.dim, T(1), go.row(i0),
+                           go.stride, v.row(j0), v.stride, T(0), ds, g.k_tile);
       for (std::int64_t r = 0; r < rows; ++r) {
         const T* grad_bins = a.value_bins ? go.row(i0 + r) + g.dim : nullptr;
         logits_gradient_row(g, blk, r, lse[i0 + r], delta[i0 + r], grad_bins, p + r * g.k_tile,
                             ds + r * g.k_tile);
       }
       if (dv.base)  // dv_tile += pᵀ · grad_out_tile
-        cpu::gemm_rows<T>(true, false, blk.cols, g.dim, rows, T(1), p, g.k_tile, go.row(i0),
-                          go.stride, T(1), dv.row(j0), dv.stride);
+        cpu::content_gemm<T>(a.precision, true, false, blk.cols, g.dim, rows, T(1), p, g.k_tile,
+                             go.row(i0), go.stride, T(1), dv.row(j0), dv.stride);
       if (dk.base)  // dk_tile += scale · dsᵀ · q_tile
-        cpu::gemm_rows<T>(true, false, blk.cols, g.dim, rows, scale, ds, g.k_tile, q.row(i0),
-                          q.stride, T(1), dk.row(j0), dk.stride);
+        cpu::content_gemm<T>(a.precision, true, false, blk.cols, g.dim, rows, scale, ds, g.k_tile,
+                             q.row(i0), q.stride, T(1), dk.row(j0), dk.stride);
       if (dq_rows.base)  // dq_tile += scale · ds · k_tile
-        cpu::gemm_rows<T>(false, false, rows, g.dim, blk.cols, scale, ds, g.k_tile, k.row(j0),
-                          k.stride, T(1), dq.data(), g.dim);
+        cpu::content_gemm<T>(a.precision, false, false, rows, g.dim, blk.cols, scale, ds, g.k_tile,
+                             k.row(j0), k.stride, T(1), dq.data(), g.dim);
       for (std::int64_t r = 0; r < rows && (dbias || dclipped); ++r) {
         const T* dsr = ds + r * g.k_tile;
         const std::int64_t i = i0 + r, n = blk.visible(g, r);
@@ -195,6 +195,7 @@ void CpuBackend::flash_attention_backward(const FlashAttentionArgs& args, const 
                                           const Tensor& lse, const Tensor& grad_out,
                                           const FlashAttentionGrads& grads) {
   const FlashGeometry g(args);
+  cpu::bf16_begin_kernel_call();
   dispatch_floating(out.dtype(), [&](auto zero) {
     using T = decltype(zero);
     BackwardTensors t{args, out, lse, grad_out, grads, {}, {}};

@@ -94,8 +94,8 @@ void forward_head(const FlashAttentionArgs& a, const FlashGeometry& g, std::int6
       for (std::int64_t r = 0; r < rows; ++r)
         online_softmax_row(g, blk, r, a.value_bins, s + r * g.k_tile, st);
       // out_tile += P · v_tile
-      cpu::gemm_rows<T>(false, false, rows, g.dim, blk.cols, T(1), s, g.k_tile, v.row(j0), v.stride,
-                        T(1), st.out.data(), g.dim);
+      cpu::content_gemm<T>(a.precision, false, false, rows, g.dim, blk.cols, T(1), s, g.k_tile,
+                           v.row(j0), v.stride, T(1), st.out.data(), g.dim);
     }
     for (std::int64_t r = 0; r < rows; ++r) {
       const T inv = T(1) / st.sum[r];
@@ -112,6 +112,7 @@ void forward_head(const FlashAttentionArgs& a, const FlashGeometry& g, std::int6
 void CpuBackend::flash_attention(const FlashAttentionArgs& args, const Tensor& out,
                                  const Tensor& lse) {
   const FlashGeometry g(args);
+  cpu::bf16_begin_kernel_call();
   dispatch_floating(out.dtype(), [&](auto zero) {
     using T = decltype(zero);
     cpu::parallel_for(g.batch * g.heads, g.worth_threads(), [&](std::int64_t bh) {

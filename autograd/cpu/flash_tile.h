@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "autograd/backend.h"
 #include "autograd/cpu/blas_call.h"
 #include "autograd/cpu/clipped_ranges.h"
+#include "autograd/cpu/flash_bf16.h"
 
 namespace relpos::cpu {
 
@@ -103,6 +105,19 @@ void for_clipped_ranges(const FlashGeometry& g, std::int64_t i, std::int64_t j0,
   if (band_end < end) body(band_end, end, 2 * g.clip, cr.band_offset);
 }
 
+// A content product of a block (q·kᵀ, p·v and the backward's products of those):
+// gemm_rows, or its bf16 form (autograd/cpu/flash_bf16.h) for f32 under Precision::bf16.
+template <class T>
+void content_gemm(Precision precision, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n,
+                  std::int64_t k, T alpha, const T* a, std::int64_t lda, const T* b,
+                  std::int64_t ldb, T beta, T* c, std::int64_t ldc) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (precision == Precision::bf16)
+      return bf16_gemm_rows(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  }
+  gemm_rows<T>(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
 // Per-thread scratch for one block, grown on first use and then reused (no
 // steady-state allocation): logits and their gradient (q_tile, k_tile), and an XL
 // block (q_tile, xl_ld).
@@ -129,8 +144,8 @@ void block_logits(const FlashAttentionArgs& a, const FlashGeometry& g, std::int6
   const HeadRows<const T> k = {head_rows<T>(a.k, b, h).base, a.k.strides()[2]};
   const T term_scale = static_cast<T>(a.term_scale);
   // s = scale * q_tile · k_tileᵀ
-  gemm_rows<T>(false, true, blk.rows, blk.cols, g.dim, static_cast<T>(a.scale), q.row(blk.i0),
-               q.stride, k.row(blk.j0), k.stride, T(0), s, g.k_tile);
+  content_gemm<T>(a.precision, false, true, blk.rows, blk.cols, g.dim, static_cast<T>(a.scale),
+                  q.row(blk.i0), q.stride, k.row(blk.j0), k.stride, T(0), s, g.k_tile);
   std::int64_t xl_width = 0;
   if (a.xl_r.defined()) {
     // G (rows, xl_width) = xl_query_tile · (W_r R)[xl_lo .. xl_lo + xl_width)ᵀ

@@ -4,6 +4,7 @@
 #include "autograd/kernel.h"
 #include "autograd/ops/check.h"
 #include "autograd/ops/head_layout.h"
+#include "autograd/precision.h"
 #include "autograd/tape.h"
 
 namespace relpos {
@@ -71,6 +72,8 @@ Tensor flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, const 
   args.chunk = terms.chunk;
   args.query_tile = terms.query_tile;
   args.key_tile = terms.key_tile;
+  // Read once here: the backward repeats the forward's precision wherever it runs.
+  args.precision = q.dtype() == DType::f32 ? current_precision() : Precision::fp32;
 
   const std::int64_t batch = q.size(0), heads = q.size(1), q_len = q.size(2);
   const std::int64_t out_cols = q.size(3) + (terms.value_bins ? 2 * terms.clip + 1 : 0);

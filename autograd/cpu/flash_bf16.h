@@ -1,0 +1,41 @@
+#pragma once
+// The tiled attention's content products (q·kᵀ, p·v and the backward's four) in
+// bf16: operands rounded to bfloat16 (to nearest even), products summed in f32.
+// How the tiles are packed for vdpbf16ps is private to flash_bf16.cpp.
+#include <cstdint>
+
+namespace relpos::cpu {
+
+// Starts a kernel call (a flash forward or backward): B operands that bf16_gemm_rows
+// packed before are forgotten.
+void bf16_begin_kernel_call();
+
+// C (m, n) = alpha · op(A) · op(B) + beta · C, beta 0 or 1, with the arguments of
+// gemm_rows<float> (autograd/cpu/blas_call.h). On a CPU with AVX512-BF16 the products
+// run on vdpbf16ps; otherwise the operands are rounded in software and multiplied by
+// the f32 BLAS: the same products, summed in another order (slower than f32).
+// B is packed once per kernel call and address: it must not change until the next
+// bf16_begin_kernel_call() (A may: the attention's p and ds are rewritten per block).
+void bf16_gemm_rows(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                    float alpha, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
+                    float beta, float* c, std::int64_t ldc);
+
+// Whether bf16_gemm_rows runs on vdpbf16ps: the CPU has AVX512-BF16 and no
+// Bf16InstructionsSwitchedOff is alive.
+bool bf16_products_native();
+
+// Makes bf16_gemm_rows take the software path while it lives, so that the fallback can
+// be tested where the instructions exist. Not thread-safe: create it outside any
+// parallel region.
+class Bf16InstructionsSwitchedOff {
+ public:
+  Bf16InstructionsSwitchedOff();
+  ~Bf16InstructionsSwitchedOff();
+  Bf16InstructionsSwitchedOff(const Bf16InstructionsSwitchedOff&) = delete;
+  Bf16InstructionsSwitchedOff& operator=(const Bf16InstructionsSwitchedOff&) = delete;
+
+ private:
+  bool was_off_;
+};
+
+}  // namespace relpos::cpu
