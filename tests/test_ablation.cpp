@@ -120,10 +120,24 @@ TEST_CASE("ablation: a tiny sweep trains every variant and reports checked value
 
   std::vector<std::string> header;
   const auto rows = read_csv(out / "results.csv", header);
-  REQUIRE(header == std::vector<std::string>{"variant", "scheme", "data", "train_length", "steps",
-                                             "params", "final_val_loss", "final_val_bpb",
-                                             "loss_at_16", "loss_at_32", "tokens_per_s",
-                                             "peak_rss_mib", "peak_tensor_mib", "wall_s"});
+  // Each metric as mean, sample std and n over the seeds (here one: train.seed).
+  const auto stat = [](const std::string& name) {
+    return std::vector<std::string>{name, name + "_std", name + "_n"};
+  };
+  std::vector<std::string> expected = {"variant", "scheme", "data",  "train_length",
+                                       "steps",   "params", "seeds", "runs"};
+  for (const std::string name :
+       {"final_val_loss", "", "loss_at_16", "loss_at_32", "accuracy_at_16", "accuracy_at_32",
+        "exact_match_at_16", "exact_match_at_32", "", "tokens_per_s", "", "wall_s"}) {
+    if (expected.size() == 11) expected.push_back("final_val_bpb");
+    if (name.empty()) continue;
+    for (const std::string& column : stat(name)) expected.push_back(column);
+    if (name == "exact_match_at_32")
+      expected.insert(expected.end(), {"turning_point", "turning_point_last_evaluated"});
+    if (name == "tokens_per_s")
+      expected.insert(expected.end(), {"peak_rss_mib", "peak_tensor_mib"});
+  }
+  REQUIRE(header == expected);
   REQUIRE(rows.size() == 3);
   REQUIRE(rows[0].at("variant") == "none");
   REQUIRE(rows[1].at("variant") == "t5");
@@ -133,7 +147,16 @@ TEST_CASE("ablation: a tiny sweep trains every variant and reports checked value
   for (const auto& row : rows) {
     const std::string name = row.at("variant");
     INFO("variant " << name);
+    REQUIRE(row.at("seeds") == "0");
+    REQUIRE(row.at("runs") == name);
+    REQUIRE(row.at("final_val_loss_n") == "1");
+    REQUIRE(row.at("final_val_loss_std") == "nan");  // one run: no deviation
+    if (name == "learned") {  // n/a at 32: its turning point is the training length
+      REQUIRE(row.at("turning_point") == "16");
+      REQUIRE(row.at("turning_point_last_evaluated") == "false");
+    }
     for (std::size_t c = 3; c < header.size(); ++c) {
+      if (header[c] == "runs" || header[c] == "turning_point_last_evaluated") continue;
       INFO("column " << header[c] << " = '" << row.at(header[c]) << "'");
       REQUIRE_NOTHROW(std::stod(row.at(header[c])));
     }
@@ -334,7 +357,7 @@ TEST_CASE("ablation: the CLI checks a sweep with --dry-run and reports errors in
   };
   std::string out, err;
   REQUIRE(run("--dry-run " + (box.path() / "sweep.yaml").string(), out, err) == 0);
-  REQUIRE(out.find("3 variants are valid") != std::string::npos);
+  REQUIRE(out.find("3 variants are valid (3 runs)") != std::string::npos);
   REQUIRE_FALSE(fs::exists(box.path() / "out"));
   box.write("bad.yaml", "out_dir: x\nvariants: []\n");
   REQUIRE(run((box.path() / "bad.yaml").string(), out, err) == 2);
