@@ -406,24 +406,35 @@ TEST_CASE("ablation: a missing data file in the last variant fails before any va
   REQUIRE_FALSE(fs::exists(box.path() / "out"));
 }
 
-TEST_CASE("ablation: configs/ablate_positions.yaml compares every scheme on text and a task",
+TEST_CASE("ablation: configs/ablate_positions.yaml compares every scheme on text and two tasks",
           "[ablation]") {
   const AblationSweep sweep =
       load_sweep(testing::source_dir() / "configs" / "ablate_positions.yaml");
   const std::vector<RunConfig> configs = resolve_variant_configs(sweep);
   const std::vector<std::string> schemes = position_scheme_names();  // every registered scheme
-  REQUIRE(configs.size() == 2 * schemes.size());
+  const std::vector<std::string> data = {"corpus", "offset_lookup", "copy"};
+  REQUIRE(sweep.seeds == std::vector<std::uint64_t>{0, 1, 2});
+  REQUIRE(sweep.jobs == 2);
+  REQUIRE(sweep.variants.size() == data.size() * schemes.size());
+  REQUIRE(configs.size() == 3 * sweep.variants.size());
   for (std::size_t i = 0; i < configs.size(); ++i) {
     const RunConfig& c = configs[i];
-    const std::string& scheme = schemes[i % schemes.size()];
-    const bool on_task = i >= schemes.size();
-    INFO(sweep.variants[i].name);
+    const std::size_t v = i / 3;
+    const std::string& scheme = schemes[v % schemes.size()];
+    const std::string& source = data[v / schemes.size()];
+    INFO(sweep.run_label(i));
     REQUIRE(c.model.position.scheme == scheme);
-    REQUIRE(sweep.variants[i].name == (on_task ? scheme + "-" + c.data.source : scheme));
-    REQUIRE((c.data.source == "corpus") != on_task);
-    REQUIRE(c.train.out_dir == (sweep.out_dir / sweep.variants[i].name).string());
-    // Extrapolation to 2x and 4x the training length.
-    REQUIRE(sweep.eval_lengths ==
-            std::vector<std::int64_t>{2 * c.data.seq_len, 4 * c.data.seq_len});
+    REQUIRE(c.data.source == source);
+    REQUIRE(sweep.variants[v].name == (source == "corpus" ? scheme : scheme + "-" + source));
+    REQUIRE(c.train.seed == i % 3);
+    REQUIRE(c.train.threads == 1);
+    REQUIRE(c.train.out_dir ==
+            (sweep.out_dir / sweep.variants[v].name / fmt::format("seed-{}", i % 3)).string());
+    // Extrapolation to 2x, 4x, 8x and 16x the training length.
+    REQUIRE(sweep.eval_lengths == std::vector<std::int64_t>{2 * c.data.seq_len, 4 * c.data.seq_len,
+                                                            8 * c.data.seq_len,
+                                                            16 * c.data.seq_len});
   }
+  const std::string text = slurp(testing::source_dir() / "configs" / "ablate_positions.yaml");
+  REQUIRE(text.find("---- randomized positions") != std::string::npos);  // the lead's place
 }
