@@ -259,13 +259,13 @@ std::string results_markdown(const AblationSweep& sweep, const std::vector<Varia
   const bool seeded = !sweep.seeds.empty();
   std::string out = fmt::format("# Ablation: {}\n\n", sweep.file.string());
   out += fmt::format(
-      "{} variants, each trained in `{}/<variant>`. Losses are the final model's validation "
+      "{} variants, each trained in `{}/<variant>{}`. Losses are the final model's validation "
       "cross-entropy in nats per scored token (per byte on text); bits/byte = loss / ln 2. "
       "\"loss @L\" is evaluated at length L (the training length is `train L`). The turning "
       "point is the longest length, going up from the training length, before the loss first "
       "rises more than 1% above its training-length value (≥: it never did). Peak RSS is the "
       "process's high-water mark during the variant's training.\n\n",
-      variants.size(), sweep.out_dir.string());
+      variants.size(), sweep.out_dir.string(), seeded ? "/seed-<k>" : "");
   if (seeded) {
     std::string seeds;
     for (const std::uint64_t s : sweep.seeds)
@@ -295,11 +295,26 @@ std::string results_markdown(const AblationSweep& sweep, const std::vector<Varia
     out += accuracy_table(variants, lengths, seeded);
   }
   std::vector<std::string> notes;
-  for (const VariantResult& r : runs) {
-    notes.insert(notes.end(), r.notes.begin(), r.notes.end());
-    for (const LengthLoss& p : r.extrapolation)
-      if (!p.note.empty())
-        notes.push_back(fmt::format("{} @{}: {}", run_folder(sweep, r), p.length, p.note));
+  for (const VariantStats& v : variants) {
+    for (const VariantResult* r : v.runs)
+      notes.insert(notes.end(), r->notes.begin(), r->notes.end());
+    for (const LengthStats& l : v.lengths) {
+      // One line for a note that every seed gave alike, else one per run.
+      std::vector<std::string> at_length;
+      for (const VariantResult* r : v.runs)
+        for (const LengthLoss& p : r->extrapolation)
+          if (p.length == l.length) at_length.push_back(p.note);
+      if (at_length.size() == v.runs.size() && !at_length[0].empty() &&
+          std::all_of(at_length.begin(), at_length.end(),
+                      [&](const std::string& n) { return n == at_length[0]; })) {
+        notes.push_back(fmt::format("{} @{}: {}", v.first->name, l.length, at_length[0]));
+        continue;
+      }
+      for (const VariantResult* r : v.runs)
+        for (const LengthLoss& p : r->extrapolation)
+          if (p.length == l.length && !p.note.empty())
+            notes.push_back(fmt::format("{} @{}: {}", run_folder(sweep, *r), p.length, p.note));
+    }
   }
   if (!notes.empty()) {
     out += "\n## Notes\n\n";
