@@ -61,7 +61,7 @@ void add_ablate_command(CLI::App& app) {
       "check the sweep, every variant's config, data, model and memory estimate; train nothing");
   cmd->add_option("--jobs", options->jobs,
                   "runs trained at once, each in a child process (default: the sweep's jobs, 1)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1024}));
   // Internal: how a parallel sweep starts each of its runs.
   cmd->add_option("--run-index", options->run_index)->group("");
   cmd->callback([options] { run(*options); });
