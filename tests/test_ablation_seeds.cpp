@@ -247,3 +247,51 @@ TEST_CASE("ablation seeds: seeds and jobs errors name the file, line and key",
   REQUIRE(sweep.run_label(3) == "b/seed-5");
   REQUIRE(sweep.jobs == 2);
 }
+
+TEST_CASE("ablation seeds: accuracy and exact match reach results.md and results.csv",
+          "[ablation][seeds]") {
+  TempDir box("ablation_accuracy");
+  AblationSweep sweep;
+  sweep.file = "sweep.yaml";
+  sweep.out_dir = box.path() / "out";
+  sweep.seeds = {0, 1};
+  // Hand-made runs: a task variant with answer metrics (one seed n/a at 128), and text.
+  const auto run = [](const std::string& name, const std::string& data, std::uint64_t seed,
+                      double acc64, double acc128) {
+    VariantResult r;
+    r.name = name;
+    r.scheme = "t5";
+    r.data_source = data;
+    r.seed = seed;
+    r.train_length = 64;
+    r.steps = 10;
+    r.final_val_loss = 1.0 + static_cast<double>(seed);
+    r.tokens_per_second = r.wall_seconds = 1.0;
+    r.extrapolation = {{64, 1.0, "", acc64, acc64 / 2},
+                       {128, 1.0 + static_cast<double>(seed), "", acc128, acc128 / 2}};
+    return r;
+  };
+  write_ablation_report(sweep,
+                        {run("t5-copy", "copy", 0, 0.5, 0.25), run("t5-copy", "copy", 1, 1.0, kNaN),
+                         run("t5", "corpus", 0, kNaN, kNaN), run("t5", "corpus", 1, kNaN, kNaN)});
+  const std::string md = slurp(sweep.out_dir / "results.md");
+  INFO(md);
+  // accuracy @64: 0.5 and 1.0: mean 0.75, std sqrt(0.125) = 0.354; @128 only one seed.
+  REQUIRE(md.find("## Accuracy on the tasks") != std::string::npos);
+  REQUIRE(md.find("| t5-copy | 0.750 ± 0.354 | 0.250 ± n/a (n=1) | 0.375 ± 0.177 | "
+                  "0.125 ± n/a (n=1) |") != std::string::npos);
+  REQUIRE(md.find("| t5 | 0.") == std::string::npos);  // text has no answer tokens
+  // final val loss 1 and 2: 1.5 ± 0.7071; loss @128 leaves the 1% band: turning point 64.
+  REQUIRE(md.find("| t5-copy | t5 | copy | 64 | 0 | 2 | 1.5000 ± 0.7071 |") != std::string::npos);
+  const auto rows = csv_by_variant(sweep.out_dir / "results.csv");
+  REQUIRE(rows.at("t5-copy").at("accuracy_at_64") == "0.750000");
+  REQUIRE(rows.at("t5-copy").at("accuracy_at_64_std") == "0.353553");
+  REQUIRE(rows.at("t5-copy").at("accuracy_at_64_n") == "2");
+  REQUIRE(rows.at("t5-copy").at("exact_match_at_128") == "0.125000");
+  REQUIRE(rows.at("t5-copy").at("exact_match_at_128_std") == "nan");
+  REQUIRE(rows.at("t5-copy").at("exact_match_at_128_n") == "1");
+  REQUIRE(rows.at("t5").at("accuracy_at_64") == "nan");
+  REQUIRE(rows.at("t5").at("accuracy_at_64_n") == "0");
+  REQUIRE(rows.at("t5-copy").at("turning_point") == "64");
+  REQUIRE(rows.at("t5").at("turning_point") == "64");
+}
