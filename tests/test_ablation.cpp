@@ -120,10 +120,24 @@ TEST_CASE("ablation: a tiny sweep trains every variant and reports checked value
 
   std::vector<std::string> header;
   const auto rows = read_csv(out / "results.csv", header);
-  REQUIRE(header == std::vector<std::string>{"variant", "scheme", "data", "train_length", "steps",
-                                             "params", "final_val_loss", "final_val_bpb",
-                                             "loss_at_16", "loss_at_32", "tokens_per_s",
-                                             "peak_rss_mib", "peak_tensor_mib", "wall_s"});
+  // Each metric as mean, sample std and n over the seeds (here one: train.seed).
+  const auto stat = [](const std::string& name) {
+    return std::vector<std::string>{name, name + "_std", name + "_n"};
+  };
+  std::vector<std::string> expected = {"variant", "scheme", "data",  "train_length",
+                                       "steps",   "params", "seeds", "runs"};
+  for (const std::string name :
+       {"final_val_loss", "", "loss_at_16", "loss_at_32", "accuracy_at_16", "accuracy_at_32",
+        "exact_match_at_16", "exact_match_at_32", "", "tokens_per_s", "", "wall_s"}) {
+    if (expected.size() == 11) expected.push_back("final_val_bpb");
+    if (name.empty()) continue;
+    for (const std::string& column : stat(name)) expected.push_back(column);
+    if (name == "exact_match_at_32")
+      expected.insert(expected.end(), {"turning_point", "turning_point_last_evaluated"});
+    if (name == "tokens_per_s")
+      expected.insert(expected.end(), {"peak_rss_mib", "peak_tensor_mib"});
+  }
+  REQUIRE(header == expected);
   REQUIRE(rows.size() == 3);
   REQUIRE(rows[0].at("variant") == "none");
   REQUIRE(rows[1].at("variant") == "t5");
@@ -133,7 +147,16 @@ TEST_CASE("ablation: a tiny sweep trains every variant and reports checked value
   for (const auto& row : rows) {
     const std::string name = row.at("variant");
     INFO("variant " << name);
+    REQUIRE(row.at("seeds") == "0");
+    REQUIRE(row.at("runs") == name);
+    REQUIRE(row.at("final_val_loss_n") == "1");
+    REQUIRE(row.at("final_val_loss_std") == "nan");  // one run: no deviation
+    if (name == "learned") {  // n/a at 32: its turning point is the training length
+      REQUIRE(row.at("turning_point") == "16");
+      REQUIRE(row.at("turning_point_last_evaluated") == "false");
+    }
     for (std::size_t c = 3; c < header.size(); ++c) {
+      if (header[c] == "runs" || header[c] == "turning_point_last_evaluated") continue;
       INFO("column " << header[c] << " = '" << row.at(header[c]) << "'");
       REQUIRE_NOTHROW(std::stod(row.at(header[c])));
     }
@@ -334,7 +357,7 @@ TEST_CASE("ablation: the CLI checks a sweep with --dry-run and reports errors in
   };
   std::string out, err;
   REQUIRE(run("--dry-run " + (box.path() / "sweep.yaml").string(), out, err) == 0);
-  REQUIRE(out.find("3 variants are valid") != std::string::npos);
+  REQUIRE(out.find("3 variants are valid (3 runs)") != std::string::npos);
   REQUIRE_FALSE(fs::exists(box.path() / "out"));
   box.write("bad.yaml", "out_dir: x\nvariants: []\n");
   REQUIRE(run((box.path() / "bad.yaml").string(), out, err) == 2);
@@ -383,24 +406,35 @@ TEST_CASE("ablation: a missing data file in the last variant fails before any va
   REQUIRE_FALSE(fs::exists(box.path() / "out"));
 }
 
-TEST_CASE("ablation: configs/ablate_positions.yaml compares every scheme on text and a task",
+TEST_CASE("ablation: configs/ablate_positions.yaml compares every scheme on text and two tasks",
           "[ablation]") {
   const AblationSweep sweep =
       load_sweep(testing::source_dir() / "configs" / "ablate_positions.yaml");
   const std::vector<RunConfig> configs = resolve_variant_configs(sweep);
   const std::vector<std::string> schemes = position_scheme_names();  // every registered scheme
-  REQUIRE(configs.size() == 2 * schemes.size());
+  const std::vector<std::string> data = {"corpus", "offset_lookup", "copy"};
+  REQUIRE(sweep.seeds == std::vector<std::uint64_t>{0, 1, 2});
+  REQUIRE(sweep.jobs == 2);
+  REQUIRE(sweep.variants.size() == data.size() * schemes.size());
+  REQUIRE(configs.size() == 3 * sweep.variants.size());
   for (std::size_t i = 0; i < configs.size(); ++i) {
     const RunConfig& c = configs[i];
-    const std::string& scheme = schemes[i % schemes.size()];
-    const bool on_task = i >= schemes.size();
-    INFO(sweep.variants[i].name);
+    const std::size_t v = i / 3;
+    const std::string& scheme = schemes[v % schemes.size()];
+    const std::string& source = data[v / schemes.size()];
+    INFO(sweep.run_label(i));
     REQUIRE(c.model.position.scheme == scheme);
-    REQUIRE(sweep.variants[i].name == (on_task ? scheme + "-" + c.data.source : scheme));
-    REQUIRE((c.data.source == "corpus") != on_task);
-    REQUIRE(c.train.out_dir == (sweep.out_dir / sweep.variants[i].name).string());
-    // Extrapolation to 2x and 4x the training length.
-    REQUIRE(sweep.eval_lengths ==
-            std::vector<std::int64_t>{2 * c.data.seq_len, 4 * c.data.seq_len});
+    REQUIRE(c.data.source == source);
+    REQUIRE(sweep.variants[v].name == (source == "corpus" ? scheme : scheme + "-" + source));
+    REQUIRE(c.train.seed == i % 3);
+    REQUIRE(c.train.threads == 1);
+    REQUIRE(c.train.out_dir ==
+            (sweep.out_dir / sweep.variants[v].name / fmt::format("seed-{}", i % 3)).string());
+    // Extrapolation to 2x, 4x, 8x and 16x the training length.
+    REQUIRE(sweep.eval_lengths == std::vector<std::int64_t>{2 * c.data.seq_len, 4 * c.data.seq_len,
+                                                            8 * c.data.seq_len,
+                                                            16 * c.data.seq_len});
   }
+  const std::string text = slurp(testing::source_dir() / "configs" / "ablate_positions.yaml");
+  REQUIRE(text.find("---- randomized positions") != std::string::npos);  // the lead's place
 }

@@ -76,6 +76,26 @@ void write_ablation_folder(const TempDir& box) {
   }
 }
 
+// A seeded ablation folder: two seeds per variant (runs <variant>/seed-<k>), each metric
+// with its _std and _n columns, answer accuracy on the copy task.
+void write_seeded_ablation_folder(const TempDir& box) {
+  box.write("results.csv",
+            "variant,scheme,data,train_length,steps,params,seeds,runs,final_val_loss,"
+            "final_val_loss_std,final_val_loss_n,final_val_bpb,loss_at_16,loss_at_16_std,"
+            "loss_at_16_n,loss_at_32,loss_at_32_std,loss_at_32_n,accuracy_at_16,"
+            "accuracy_at_16_std,accuracy_at_16_n,accuracy_at_32,accuracy_at_32_std,"
+            "accuracy_at_32_n,turning_point,turning_point_last_evaluated\n"
+            "t5,t5,corpus,16,4,100,0 1,t5/seed-0 t5/seed-1,2.4,0.1,2,3.5,2.4,0.1,2,2.45,0.2,2,"
+            "nan,nan,0,nan,nan,0,32,true\n"
+            "t5-copy,t5,copy,16,4,100,0 1,t5-copy/seed-0 t5-copy/seed-1,0.5,0.1,2,0.7,0.5,0.1,2,"
+            "0.9,0.3,2,0.8,0.05,2,0.6,0.1,2,16,false\n");
+  for (const char* run : {"t5/seed-0", "t5/seed-1", "t5-copy/seed-0", "t5-copy/seed-1"}) {
+    fs::create_directories(box.path() / run);
+    box.write(std::string(run) + "/metrics.jsonl",
+              "{\"step\":1,\"loss\":3.0}\n{\"step\":2,\"loss\":2.6,\"val_loss\":2.7}\n");
+  }
+}
+
 // A tiny sweep of two variants, a few seconds of training.
 fs::path write_tiny_sweep(const TempDir& box) {
   box.write("tiny.yaml",
@@ -111,6 +131,36 @@ TEST_CASE("plot.py draws an ablation folder: one panel per data set, PNG and SVG
     }
   }
   REQUIRE(contains(slurp(box.path() / "extrapolation.svg"), "training length 16"));
+  require_no_tmp_files(box.path());
+}
+
+TEST_CASE("plot.py draws seed means with bands and answer accuracy on tasks", "[plot]") {
+  if (!has_matplotlib()) {
+    WARN("SKIPPED: matplotlib is not installed for /usr/bin/python3 (python3-matplotlib)");
+    return;
+  }
+  TempDir plain("plot_unseeded");
+  write_ablation_folder(plain);
+  REQUIRE(run(plain, kPlot + " ablation " + plain.path().string()).exit_code == 0);
+  REQUIRE_FALSE(fs::exists(plain.path() / "accuracy.png"));  // no accuracy columns
+  // The bands are the only shapes drawn at 15% opacity.
+  const std::string band = "fill-opacity: 0.15";
+  REQUIRE_FALSE(contains(slurp(plain.path() / "extrapolation.svg"), band));
+
+  TempDir box("plot_seeded");
+  write_seeded_ablation_folder(box);
+  const Result r = run(box, kPlot + " ablation " + box.path().string());
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  for (const char* figure : {"train_loss", "val_loss", "extrapolation", "accuracy"}) {
+    require_figure(box.path() / figure);
+    INFO(figure);
+    REQUIRE(contains(slurp(box.path() / (std::string(figure) + ".svg")), band));
+  }
+  const std::string accuracy = slurp(box.path() / "accuracy.svg");
+  REQUIRE(contains(accuracy, "Answer accuracy vs evaluation length"));
+  REQUIRE(contains(accuracy, "data: copy"));
+  REQUIRE_FALSE(contains(accuracy, "data: corpus"));  // no answer tokens on text
   require_no_tmp_files(box.path());
 }
 

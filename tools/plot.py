@@ -3,8 +3,10 @@
 
 Usage (Debian: apt-get install python3-matplotlib):
     tools/plot.py ablation DIR
-        DIR/results.csv and DIR/<variant>/metrics.jsonl (a `relpos ablate` out_dir)
-        -> DIR/train_loss, DIR/val_loss and DIR/extrapolation, each .png and .svg
+        DIR/results.csv and each run's DIR/<run>/metrics.jsonl (a `relpos ablate` out_dir)
+        -> DIR/train_loss, DIR/val_loss, DIR/extrapolation and, where a task reports
+        answer accuracy, DIR/accuracy, each .png and .svg; with several seeds per
+        variant, lines are means and bands +- one standard deviation
     tools/plot.py positions CSV OUT.png [--title TEXT]
         a `relpos positions --csv` matrix -> a heatmap, OUT.png and OUT.svg
     tools/plot.py memory OUT.png LABEL=EVAL.json ... [--title TEXT]
@@ -21,6 +23,7 @@ import csv
 import json
 import math
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -56,8 +59,16 @@ def read_csv_rows(path):
         raise UsageError(f"{path}: cannot read it: {e.strerror}") from None
 
 
+def metric_by_length(row, columns, where):
+    """{L: value} from columns {name: L}; cells left empty (L not evaluated) are left out."""
+    return {length: number(row[c], f"{where}: {c}") for c, length in columns.items()
+            if row.get(c, "") != ""}
+
+
 def read_results(directory):
-    """Each row of DIR/results.csv as a dict, with 'lengths': {L: loss (NaN: could not run)}."""
+    """Each row of DIR/results.csv as a dict, with 'lengths': {L: mean loss (NaN: could not
+    run)}, 'lengths_std', 'accuracy' and 'accuracy_std' likewise (std: NaN for one seed), and
+    'runs': the run folders (the variant's own folder in a sweep without seeds)."""
     path = directory / "results.csv"
     rows = read_csv_rows(path)
     if not rows:
@@ -66,7 +77,9 @@ def read_results(directory):
     for column in REQUIRED_COLUMNS:
         if column not in header:
             raise UsageError(f"{path}: missing column '{column}' (a relpos ablate results.csv?)")
-    length_columns = {c: int(c[len("loss_at_"):]) for c in header if c.startswith("loss_at_")}
+    def columns(pattern):
+        return {c: int(m.group(1)) for c in header if (m := re.fullmatch(pattern, c))}
+    length_columns = columns(r"loss_at_(\d+)")
     if not length_columns or len(rows) < 2:
         raise UsageError(f"{path}: expected loss_at_<L> columns and at least one variant row")
     results = []
@@ -75,8 +88,12 @@ def read_results(directory):
             raise UsageError(f"{path}:{line}: {len(cells)} cells, the header has {len(header)}")
         row = dict(zip(header, cells))
         row["train_length"] = number(row["train_length"], f"{path}:{line}: train_length")
-        row["lengths"] = {length: number(row[c], f"{path}:{line}: {c}")
-                          for c, length in length_columns.items() if row[c] != ""}
+        where = f"{path}:{line}"
+        row["lengths"] = metric_by_length(row, length_columns, where)
+        row["lengths_std"] = metric_by_length(row, columns(r"loss_at_(\d+)_std"), where)
+        row["accuracy"] = metric_by_length(row, columns(r"accuracy_at_(\d+)"), where)
+        row["accuracy_std"] = metric_by_length(row, columns(r"accuracy_at_(\d+)_std"), where)
+        row["runs"] = row.get("runs", "").split() or [row["variant"]]
         results.append(row)
     return results
 
@@ -192,6 +209,24 @@ def finish_panel(ax, data, xlabel, ys):
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
 
 
+def mean_and_std(values):
+    """Mean and sample standard deviation (NaN for fewer than two values)."""
+    mean = sum(values) / len(values)
+    if len(values) < 2:
+        return mean, math.nan
+    return mean, math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+
+
+def band(ax, xs, means, stds, style):
+    """A shaded band of +- one standard deviation where it is known (several seeds)."""
+    points = [(x, m, s) for x, m, s in zip(xs, means, stds) if math.isfinite(m) and
+              math.isfinite(s)]
+    if points:
+        ax.fill_between([p[0] for p in points], [p[1] - p[2] for p in points],
+                        [p[1] + p[2] for p in points], color=style["color"], alpha=0.15,
+                        linewidth=0)
+
+
 def plot_loss_curves(plt, directory, results, curves, name, title):
     fig, layout = panels(plt, results, title)
     try:
@@ -199,32 +234,41 @@ def plot_loss_curves(plt, directory, results, curves, name, title):
         for data, ax, rows in layout:
             ys = []
             for n, r in enumerate(rows):
-                points = sorted(curves[r["variant"]][name].items())
+                by_step = {}  # the runs' losses at each step that every run logged
+                for run in r["runs"]:
+                    for step, loss in curves[run][name].items():
+                        by_step.setdefault(step, []).append(loss)
+                points = sorted((step, *mean_and_std(v)) for step, v in by_step.items()
+                                if len(v) == len(r["runs"]))
                 steps, losses = [p[0] for p in points], [p[1] for p in points]
                 ys += losses
                 every = max(1, len(points) // 8)  # markers staggered so that they overlap less
                 ax.plot(steps, losses, label=r["variant"], markersize=5,
                         markevery=(n % every, every), **styles[r["variant"]])
+                band(ax, steps, losses, [p[2] for p in points], styles[r["variant"]])
             finish_panel(ax, data, "step", ys)
         save(fig, directory / name)
     finally:
         plt.close(fig)
 
 
-def plot_extrapolation(plt, directory, results):
-    fig, layout = panels(plt, results, "Loss vs evaluation length")
+def plot_extrapolation(plt, directory, results, key="lengths", stem="extrapolation",
+                       title="Loss vs evaluation length", ylabel=None):
+    fig, layout = panels(plt, results, title)
     try:
         styles = series_styles(results)
         for data, ax, rows in layout:
             ys, lengths = [], set()
             for r in rows:
-                points = sorted(r["lengths"].items())
+                points = sorted(r[key].items())
                 lengths.update(p[0] for p in points)
                 ys += [p[1] for p in points]
                 missing = [str(x) for x, y in points if math.isnan(y)]
                 label = r["variant"] + (f" (n/a at {', '.join(missing)})" if missing else "")
                 ax.plot([p[0] for p in points], [p[1] for p in points], label=label,
                         markersize=7, **styles[r["variant"]])
+                band(ax, [p[0] for p in points], [p[1] for p in points],
+                     [r[key + "_std"].get(p[0], math.nan) for p in points], styles[r["variant"]])
             for length in sorted({int(r["train_length"]) for r in rows}):
                 ax.axvline(length, color="black", linestyle=":", linewidth=1.0, zorder=0,
                            label=f"training length {length}")
@@ -233,7 +277,10 @@ def plot_extrapolation(plt, directory, results):
             ax.minorticks_off()
             ax.margins(x=0.06)
             finish_panel(ax, data, "evaluation length (log scale)", ys)
-        save(fig, directory / "extrapolation")
+            if ylabel:
+                ax.set_yscale("linear")
+                ax.set_ylabel(ylabel)
+        save(fig, directory / stem)
     finally:
         plt.close(fig)
 
@@ -242,12 +289,16 @@ def plot_ablation(directory):
     if not directory.is_dir():
         raise UsageError(f"{directory}: not a folder (expected a relpos ablate out_dir)")
     results = read_results(directory)
-    curves = {r["variant"]: read_curves(directory / r["variant"] / "metrics.jsonl")
-              for r in results}
+    curves = {run: read_curves(directory / run / "metrics.jsonl")
+              for r in results for run in r["runs"]}
     plt = import_pyplot()
     plot_loss_curves(plt, directory, results, curves, "train_loss", "Training loss")
     plot_loss_curves(plt, directory, results, curves, "val_loss", "Validation loss")
     plot_extrapolation(plt, directory, results)
+    on_tasks = [r for r in results if any(math.isfinite(a) for a in r["accuracy"].values())]
+    if on_tasks:
+        plot_extrapolation(plt, directory, on_tasks, "accuracy", "accuracy",
+                           "Answer accuracy vs evaluation length", "next-token accuracy on answers")
 
 
 def plot_positions(csv_path, out, title):

@@ -1,11 +1,19 @@
 #include "train/ablation.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <cmath>
+#include <cstring>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -24,6 +32,7 @@
 #include "train/memory_estimate.h"
 #include "train/metrics.h"
 #include "train/run_summary.h"
+#include "train/stop_signal.h"
 #include "train/trainer.h"
 
 namespace relpos {
@@ -31,7 +40,6 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kMiB = 1024.0 * 1024.0;
 
 // ---- the sweep file ----
 
@@ -192,6 +200,7 @@ VariantResult training_result(const std::string& name, const RunConfig& config,
                               const TrainSummary& summary, std::int64_t resumed_at) {
   VariantResult r;
   r.name = name;
+  r.seed = config.train.seed;
   r.scheme = config.model.position.scheme;
   r.data_source = config.data.source;
   r.train_length = config.data.seq_len;
@@ -255,8 +264,8 @@ std::vector<LengthLoss> extrapolation_curve(const VariantResult& r, const fs::pa
   std::vector<LengthLoss> curve;
   for (const std::int64_t length : lengths) {
     try {
-      curve.push_back(
-          {length, evaluate(*run.model, *run.data, {length}, r.eval_batches)[0].loss, ""});
+      const EvalPoint point = evaluate(*run.model, *run.data, {length}, r.eval_batches)[0];
+      curve.push_back({length, point.loss, "", point.accuracy, point.exact_match});
     } catch (const UsageError& e) {
       curve.push_back({length, kNaN, e.what()});
     }
@@ -278,8 +287,11 @@ void write_result(const fs::path& file, const VariantResult& r) {
     curve.push_back({{"length", p.length},
                      {"loss", number_or_null(p.loss)},
                      {"bits_per_byte", number_or_null(p.loss / std::numbers::ln2)},
+                     {"accuracy", number_or_null(p.accuracy)},
+                     {"exact_match", number_or_null(p.exact_match)},
                      {"note", p.note}});
   const nlohmann::json j = {{"name", r.name},
+                            {"seed", r.seed},
                             {"scheme", r.scheme},
                             {"data", r.data_source},
                             {"train_length", r.train_length},
@@ -305,6 +317,7 @@ std::optional<VariantResult> read_result(const fs::path& file) {
   try {
     VariantResult r;
     r.name = j.at("name").get<std::string>();
+    r.seed = j.at("seed").get<std::uint64_t>();
     r.scheme = j.at("scheme").get<std::string>();
     r.data_source = j.at("data").get<std::string>();
     r.train_length = j.at("train_length").get<std::int64_t>();
@@ -318,7 +331,8 @@ std::optional<VariantResult> read_result(const fs::path& file) {
     r.eval_batches = j.at("eval_batches").get<std::int64_t>();
     for (const auto& p : j.at("extrapolation"))
       r.extrapolation.push_back({p.at("length").get<std::int64_t>(), number_or_nan(p.at("loss")),
-                                 p.at("note").get<std::string>()});
+                                 p.at("note").get<std::string>(), number_or_nan(p.at("accuracy")),
+                                 number_or_nan(p.at("exact_match"))});
     r.notes = j.at("notes").get<std::vector<std::string>>();
     return r;
   } catch (const nlohmann::json::exception&) {
@@ -333,184 +347,151 @@ bool evaluated_with(const VariantResult& r, const std::vector<std::int64_t>& len
   return r.eval_batches == batches && done == lengths;
 }
 
-VariantResult run_variant(const AblationSweep& sweep, const std::string& name,
-                          const RunConfig& config, std::ostream& log) {
+std::int64_t eval_batches_for(const AblationSweep& sweep, const RunConfig& config) {
+  return sweep.eval_batches > 0 ? sweep.eval_batches : config.train.eval_batches;
+}
+
+bool finished_training(const RunConfig& config) {
+  // A summary of fewer steps is that of a stopped run: it is resumed.
+  const auto summary = read_summary(config.train.out_dir);
+  return summary && summary->steps >= config.train.steps;
+}
+
+// The stored results of a run that is finished and evaluated with the sweep's settings.
+std::optional<VariantResult> finished_result(const AblationSweep& sweep, const RunConfig& config) {
+  if (!finished_training(config)) return std::nullopt;
+  auto previous = read_result(fs::path(config.train.out_dir) / "ablation.json");
+  if (!previous ||
+      !evaluated_with(*previous, lengths_for(sweep, config), eval_batches_for(sweep, config)))
+    return std::nullopt;
+  return previous;
+}
+
+// Trains (or resumes) and evaluates one run; `label` names it in the log and notes.
+VariantResult run_variant(const AblationSweep& sweep, const std::string& variant,
+                          const std::string& label, const RunConfig& config, std::ostream& log) {
   const fs::path dir = config.train.out_dir;
   const std::vector<std::int64_t> lengths = lengths_for(sweep, config);
-  const std::int64_t batches =
-      sweep.eval_batches > 0 ? sweep.eval_batches : config.train.eval_batches;
   const std::optional<VariantResult> previous = read_result(dir / "ablation.json");
   VariantResult result;
-  // A summary of fewer steps is that of a stopped run: it is resumed.
-  if (const auto summary = read_summary(dir); summary && summary->steps >= config.train.steps) {
-    log << fmt::format("skip {}: finished\n", name);
-    if (previous && evaluated_with(*previous, lengths, batches)) return *previous;
-    result = previous ? *previous : training_result(name, config, *summary, 0);
+  if (finished_training(config)) {
+    log << fmt::format("skip {}: finished\n", label);
+    if (previous && evaluated_with(*previous, lengths, eval_batches_for(sweep, config)))
+      return *previous;
+    result = previous ? *previous : training_result(label, config, *read_summary(dir), 0);
   } else {
-    result = train_variant(name, config, log);
+    result = train_variant(label, config, log);
   }
-  result.eval_batches = batches;
+  result.name = variant;
+  result.eval_batches = eval_batches_for(sweep, config);
   result.extrapolation = extrapolation_curve(result, dir, lengths);
   write_result(dir / "ablation.json", result);
   return result;
 }
 
-// ---- the report ----
-
-std::string number(double value, int decimals) {
-  return std::isfinite(value) ? fmt::format("{:.{}f}", value, decimals) : "n/a";
+fs::path log_file(const AblationSweep& sweep, std::size_t run) {
+  std::string name = sweep.run_label(run);
+  std::replace(name.begin(), name.end(), '/', '.');
+  return sweep.out_dir / "logs" / (name + ".log");
 }
 
-std::string mib(std::size_t bytes) {
-  return bytes > 0 ? fmt::format("{:.1f}", static_cast<double>(bytes) / kMiB) : "n/a";
+// Starts `<executable> ablate <sweep> --run-index <run>` with stdout and stderr appended
+// to the run's log file.
+pid_t start_child(const AblationSweep& sweep, std::size_t run, const fs::path& executable) {
+  const fs::path log = log_file(sweep, run);
+  std::error_code error;
+  fs::create_directories(log.parent_path(), error);
+  require(!error, "out_dir '{}': cannot create {}: {}", sweep.out_dir.string(),
+          log.parent_path().string(), error.message());
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(),
+                                   O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  // Its own process group: a Ctrl-C reaches the sweep alone, which passes it on once.
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attributes, 0);
+  const std::string index = std::to_string(run), sweep_file = sweep.file.string();
+  std::vector<std::string> args = {executable.string(), "ablate", sweep_file, "--run-index", index};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  const int status =
+      posix_spawn(&pid, executable.c_str(), &actions, &attributes, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attributes);
+  require(status == 0, "cannot start '{}': {}", executable.string(), std::strerror(status));
+  return pid;
 }
 
-// Every evaluation length of any variant, ascending.
-std::vector<std::int64_t> all_lengths(const std::vector<VariantResult>& results) {
-  std::set<std::int64_t> lengths;
-  for (const VariantResult& r : results)
-    for (const LengthLoss& p : r.extrapolation) lengths.insert(p.length);
-  return {lengths.begin(), lengths.end()};
+// The last line of a child's log, for the error when it failed.
+std::string last_line(const fs::path& file) {
+  std::ifstream in(file);
+  std::string line, last;
+  while (std::getline(in, line))
+    if (!line.empty()) last = line;
+  return last;
 }
 
-const LengthLoss* loss_at(const VariantResult& r, std::int64_t length) {
-  for (const LengthLoss& p : r.extrapolation)
-    if (p.length == length) return &p;
-  return nullptr;
-}
-
-// The `none` variant ("none", or "none-<suffix>") trained on the same data at the same length.
-const VariantResult* baseline_of(const VariantResult& r,
-                                 const std::vector<VariantResult>& results) {
-  for (const VariantResult& b : results)
-    if ((b.name == "none" || b.name.starts_with("none-")) && b.data_source == r.data_source &&
-        b.train_length == r.train_length)
-      return &b;
-  return nullptr;
-}
-
-std::string markdown_row(const std::vector<std::string>& cells) {
-  std::string row = "|";
-  for (const std::string& c : cells) row += " " + c + " |";
-  return row + "\n";
-}
-
-std::string main_table(const std::vector<VariantResult>& results,
-                       const std::vector<std::int64_t>& lengths) {
-  std::vector<std::string> header = {"variant", "scheme",         "data",     "train L",
-                                     "params",  "final val loss", "bits/byte"};
-  for (const std::int64_t l : lengths) header.push_back(fmt::format("loss @{}", l));
-  for (const char* h : {"tokens/s", "peak RSS MiB", "wall s"}) header.push_back(h);
-  std::string out = markdown_row(header);
-  out += markdown_row(std::vector<std::string>(header.size(), "---"));
-  for (const VariantResult& r : results) {
-    std::vector<std::string> row = {r.name,
-                                    r.scheme,
-                                    r.data_source,
-                                    std::to_string(r.train_length),
-                                    std::to_string(r.parameters),
-                                    number(r.final_val_loss, 4),
-                                    number(r.final_val_loss / std::numbers::ln2, 4)};
-    for (const std::int64_t l : lengths) {
-      const LengthLoss* p = loss_at(r, l);
-      row.push_back(p ? number(p->loss, 4) : "");
+// Runs every run not yet finished, `jobs` at a time, in child processes. SIGINT or
+// SIGTERM is passed on to the running children (which stop after their current step and
+// save), no new run starts, and StopRequested is thrown once they have ended.
+void run_children(const AblationSweep& sweep, const std::vector<std::size_t>& pending,
+                  const fs::path& executable, const std::function<void(std::size_t)>& finished,
+                  std::ostream& log) {
+  require(!executable.empty(), "jobs {}: running runs in parallel needs the relpos executable",
+          sweep.jobs);
+  std::map<pid_t, std::size_t> running;
+  std::size_t next = 0;
+  std::string failure;
+  const StopSignals stop;
+  int forwarded = 0;
+  while (next < pending.size() || !running.empty()) {
+    if (stop.requested() != 0 && forwarded == 0) {
+      forwarded = stop.requested();
+      log << fmt::format("{}: stopping the running runs after their current step\n",
+                         signal_name(forwarded))
+          << std::flush;
+      for (const auto& [pid, run] : running) ::kill(pid, forwarded);
     }
-    row.push_back(number(r.tokens_per_second, 0));
-    row.push_back(mib(r.peak_rss_bytes));
-    row.push_back(number(r.wall_seconds, 1));
-    out += markdown_row(row);
-  }
-  return out;
-}
-
-std::string relative_table(const std::vector<VariantResult>& results,
-                           const std::vector<std::int64_t>& lengths) {
-  std::vector<std::string> header = {"variant", "baseline", "step time ×", "final val loss ×"};
-  for (const std::int64_t l : lengths) header.push_back(fmt::format("loss @{} ×", l));
-  std::string out = markdown_row(header);
-  out += markdown_row(std::vector<std::string>(header.size(), "---"));
-  for (const VariantResult& r : results) {
-    const VariantResult* b = baseline_of(r, results);
-    std::vector<std::string> row = {r.name, b ? b->name : "–"};
-    // Time per step relative to the baseline: both process the same tokens per step.
-    row.push_back(b ? number(b->tokens_per_second / r.tokens_per_second, 2) : "–");
-    row.push_back(b ? number(r.final_val_loss / b->final_val_loss, 3) : "–");
-    for (const std::int64_t l : lengths) {
-      const LengthLoss* p = loss_at(r, l);
-      const LengthLoss* q = b ? loss_at(*b, l) : nullptr;
-      row.push_back(p && q ? number(p->loss / q->loss, 3) : "–");
+    while (failure.empty() && forwarded == 0 && next < pending.size() &&
+           running.size() < static_cast<std::size_t>(sweep.jobs)) {
+      const std::size_t run = pending[next++];
+      running[start_child(sweep, run, executable)] = run;
+      log << fmt::format("start {} (log: {})\n", sweep.run_label(run),
+                         log_file(sweep, run).string())
+          << std::flush;
     }
-    out += markdown_row(row);
-  }
-  return out;
-}
-
-std::string results_markdown(const AblationSweep& sweep,
-                             const std::vector<VariantResult>& results) {
-  const std::vector<std::int64_t> lengths = all_lengths(results);
-  std::string out = fmt::format("# Ablation: {}\n\n", sweep.file.string());
-  out += fmt::format(
-      "{} variants, each trained in `{}/<variant>`. Losses are the final model's validation "
-      "cross-entropy in nats per scored token (per byte on text); bits/byte = loss / ln 2. "
-      "\"loss @L\" is evaluated at length L (the training length is `train L`). Peak RSS is "
-      "the process's high-water mark during the variant's training.\n\n",
-      results.size(), sweep.out_dir.string());
-  out += main_table(results, lengths);
-  if (std::any_of(results.begin(), results.end(),
-                  [&](const VariantResult& r) { return baseline_of(r, results) != nullptr; })) {
-    out +=
-        "\n## Relative to none\n\nEach variant against the `none` variant (named `none` or "
-        "`none-<suffix>`) trained on the same data at the same length: step time × is its "
-        "time per step over the baseline's, loss × its loss over the baseline's (below 1: "
-        "better).\n\n";
-    out += relative_table(results, lengths);
-  }
-  std::vector<std::string> notes;
-  for (const VariantResult& r : results) {
-    notes.insert(notes.end(), r.notes.begin(), r.notes.end());
-    for (const LengthLoss& p : r.extrapolation)
-      if (!p.note.empty()) notes.push_back(fmt::format("{} @{}: {}", r.name, p.length, p.note));
-  }
-  if (!notes.empty()) {
-    out += "\n## Notes\n\n";
-    for (const std::string& n : notes) out += "- " + n + "\n";
-  }
-  return out;
-}
-
-std::string csv_field(const std::string& text) {
-  if (text.find_first_of(",\"\n") == std::string::npos) return text;
-  std::string quoted = "\"";
-  for (const char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return quoted + "\"";
-}
-
-std::string csv_number(double value, int decimals) {
-  return std::isfinite(value) ? fmt::format("{:.{}f}", value, decimals) : "nan";
-}
-
-std::string results_csv(const std::vector<VariantResult>& results) {
-  const std::vector<std::int64_t> lengths = all_lengths(results);
-  std::string out = "variant,scheme,data,train_length,steps,params,final_val_loss,final_val_bpb";
-  for (const std::int64_t l : lengths) out += fmt::format(",loss_at_{}", l);
-  out += ",tokens_per_s,peak_rss_mib,peak_tensor_mib,wall_s\n";
-  for (const VariantResult& r : results) {
-    out += fmt::format("{},{},{},{},{},{},{},{}", csv_field(r.name), csv_field(r.scheme),
-                       csv_field(r.data_source), r.train_length, r.steps, r.parameters,
-                       csv_number(r.final_val_loss, 6),
-                       csv_number(r.final_val_loss / std::numbers::ln2, 6));
-    for (const std::int64_t l : lengths) {
-      out += ',';
-      if (const LengthLoss* p = loss_at(r, l)) out += csv_number(p->loss, 6);
+    if (running.empty()) break;
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid == 0 || (pid < 0 && errno == EINTR)) {
+      ::usleep(50'000);  // polled, so that a stop request is seen while the children run
+      continue;
     }
-    const auto bytes_mib = [](std::size_t b) {
-      return b > 0 ? csv_number(static_cast<double>(b) / kMiB, 3) : std::string("nan");
-    };
-    out += fmt::format(",{},{},{},{}\n", csv_number(r.tokens_per_second, 1),
-                       bytes_mib(r.peak_rss_bytes), bytes_mib(r.peak_tensor_bytes),
-                       csv_number(r.wall_seconds, 3));
+    require(pid > 0, "waiting for the sweep's runs: {}", std::strerror(errno));
+    const auto it = running.find(pid);
+    if (it == running.end()) continue;
+    const std::size_t run = it->second;
+    running.erase(it);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+      finished(run);
+    } else if (forwarded != 0) {
+      log << fmt::format("stopped {}\n", sweep.run_label(run)) << std::flush;
+    } else if (failure.empty()) {
+      const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      failure = fmt::format("run {} failed (exit {}; {}): {}", sweep.run_label(run), code,
+                            log_file(sweep, run).string(), last_line(log_file(sweep, run)));
+      log << failure << "\n" << std::flush;  // the others finish their current run first
+    }
   }
-  return out;
+  if (forwarded != 0)
+    throw StopRequested(forwarded, fmt::format("the sweep stopped on {}; rerun it to continue",
+                                               signal_name(forwarded)));
+  require(failure.empty(), "{}", failure);
 }
 
 }  // namespace
@@ -520,9 +501,10 @@ AblationSweep load_sweep(const fs::path& file) {
   const YAML::Node root = parse_sweep(file);
   require(root.IsMap(), "{}: expected a mapping with out_dir and variants, got {}", sweep.at(root),
           describe_node(root));
-  require_known_keys(root,
-                     {"base", "overrides", "out_dir", "eval_lengths", "eval_batches", "variants"},
-                     "", sweep);
+  require_known_keys(
+      root,
+      {"base", "overrides", "out_dir", "eval_lengths", "eval_batches", "seeds", "jobs", "variants"},
+      "", sweep);
   AblationSweep s;
   s.file = file;
   s.base = config_files(root["base"], "base", sweep);
@@ -544,6 +526,19 @@ AblationSweep load_sweep(const fs::path& file) {
   }
   if (const YAML::Node batches = root["eval_batches"]; batches.IsDefined() && !batches.IsNull())
     s.eval_batches = integer_at_least(batches, 1, "eval_batches", sweep);
+  if (const YAML::Node seeds = root["seeds"]; seeds.IsDefined() && !seeds.IsNull()) {
+    require(seeds.IsSequence() && seeds.size() > 0,
+            "{}: seeds: expected a non-empty list of seeds, e.g. [0, 1, 2], got {}",
+            sweep.at(seeds), describe_node(seeds));
+    for (const YAML::Node& seed : seeds) {
+      const auto value = static_cast<std::uint64_t>(integer_at_least(seed, 0, "seeds", sweep));
+      require(std::find(s.seeds.begin(), s.seeds.end(), value) == s.seeds.end(),
+              "{}: seeds: seed {} is listed twice", sweep.at(seed), value);
+      s.seeds.push_back(value);
+    }
+  }
+  if (const YAML::Node jobs = root["jobs"]; jobs.IsDefined() && !jobs.IsNull())
+    s.jobs = integer_at_least(jobs, 1, "jobs", sweep);
   const YAML::Node variants = required_key(root, "variants", "", sweep);
   require(variants.IsSequence() && variants.size() > 0,
           "{}: variants: expected a non-empty list of variants (- name: ...), got {}",
@@ -571,17 +566,22 @@ std::vector<RunConfig> resolve_variant_configs(const AblationSweep& sweep) {
     } catch (const UsageError& e) {
       fail("{}: variant '{}': {}", v.where, v.name, e.what());
     }
-    config.train.out_dir = (sweep.out_dir / v.name).string();
-    require_same_config_as_saved_run(config, v);
-    configs.push_back(std::move(config));
+    for (std::size_t k = 0; k < sweep.runs_per_variant(); ++k) {
+      RunConfig run = config;
+      if (!sweep.seeds.empty()) run.train.seed = sweep.seeds[k];
+      run.train.out_dir = (sweep.out_dir / sweep.run_label(configs.size())).string();
+      require_same_config_as_saved_run(run, v);
+      configs.push_back(std::move(run));
+    }
   }
   return configs;
 }
 
 void check_variants(const AblationSweep& sweep, const std::vector<RunConfig>& configs,
                     bool build_models) {
-  for (std::size_t i = 0; i < configs.size(); ++i) {
-    const AblationVariant& v = sweep.variants[i];
+  // A variant's runs differ only in their seed: its first one is checked.
+  for (std::size_t i = 0; i < configs.size(); i += sweep.runs_per_variant()) {
+    const AblationVariant& v = sweep.variants[i / sweep.runs_per_variant()];
     try {
       if (build_models) {
         build_run(configs[i]);  // checks the memory estimate, then builds and opens everything
@@ -595,29 +595,80 @@ void check_variants(const AblationSweep& sweep, const std::vector<RunConfig>& co
   }
 }
 
-std::vector<VariantResult> run_sweep(const AblationSweep& sweep, std::ostream& log) {
-  const std::vector<RunConfig> configs = resolve_variant_configs(sweep);
-  check_variants(sweep, configs, false);  // before any variant trains
-  std::vector<VariantResult> results;
-  for (std::size_t i = 0; i < configs.size(); ++i) {
-    const AblationVariant& v = sweep.variants[i];
-    log << fmt::format("== variant {}/{}: {}\n", i + 1, configs.size(), v.name) << std::flush;
-    try {
-      results.push_back(run_variant(sweep, v.name, configs[i], log));
-    } catch (const UsageError& e) {
-      fail("{}: variant '{}': {}", v.where, v.name, e.what());
-    }
+namespace {
+
+VariantResult run_at(const AblationSweep& sweep, const std::vector<RunConfig>& configs,
+                     std::size_t run, std::ostream& log) {
+  const AblationVariant& v = sweep.variants[run / sweep.runs_per_variant()];
+  try {
+    return run_variant(sweep, v.name, sweep.run_label(run), configs[run], log);
+  } catch (const UsageError& e) {
+    fail("{}: variant '{}': {}", v.where, v.name, e.what());
   }
-  write_ablation_report(sweep, results);
-  return results;
 }
 
-void write_ablation_report(const AblationSweep& sweep, const std::vector<VariantResult>& results) {
-  std::error_code error;
-  fs::create_directories(sweep.out_dir, error);
-  require(!error, "out_dir '{}': cannot create it: {}", sweep.out_dir.string(), error.message());
-  write_file_atomic(sweep.out_dir / "results.md", results_markdown(sweep, results));
-  write_file_atomic(sweep.out_dir / "results.csv", results_csv(results));
+}  // namespace
+
+VariantResult run_one(const AblationSweep& sweep, std::size_t run, std::ostream& log) {
+  const std::vector<RunConfig> configs = resolve_variant_configs(sweep);
+  require(run < configs.size(), "--run-index {}: the sweep has {} runs (0..{})", run,
+          configs.size(), configs.size() - 1);
+  return run_at(sweep, configs, run, log);
+}
+
+std::vector<VariantResult> run_sweep(const AblationSweep& sweep, std::ostream& log,
+                                     const fs::path& executable) {
+  const std::vector<RunConfig> configs = resolve_variant_configs(sweep);
+  check_variants(sweep, configs, false);  // before any variant trains
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::optional<VariantResult>> results(configs.size());
+  SweepProgress progress{0, configs.size(), 0, sweep.variants.size(), 0, 0.0};
+  const auto record = [&](std::size_t run, VariantResult result, bool measured) {
+    results[run] = std::move(result);
+    ++progress.runs_done;
+    progress.measured += measured ? 1 : 0;
+    const std::size_t per = sweep.runs_per_variant(), first = run / per * per;
+    if (std::all_of(results.begin() + static_cast<std::ptrdiff_t>(first),
+                    results.begin() + static_cast<std::ptrdiff_t>(first + per),
+                    [](const auto& r) { return r.has_value(); }))
+      ++progress.variants_done;
+    progress.elapsed_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  std::vector<std::size_t> pending;
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    if (auto done = finished_result(sweep, configs[i])) {
+      log << fmt::format("skip {}: finished\n", sweep.run_label(i));
+      record(i, std::move(*done), false);
+    } else {
+      pending.push_back(i);
+    }
+  }
+  if (!pending.empty()) log << progress_line(progress) << "\n" << std::flush;
+  if (sweep.jobs > 1) {
+    run_children(
+        sweep, pending, executable,
+        [&](std::size_t run) {
+          const auto result = read_result(fs::path(configs[run].train.out_dir) / "ablation.json");
+          require(result.has_value(), "run {}: its process ended without writing {}",
+                  sweep.run_label(run), configs[run].train.out_dir + "/ablation.json");
+          record(run, *result, true);
+          log << fmt::format("done {}\n{}\n", sweep.run_label(run), progress_line(progress))
+              << std::flush;
+        },
+        log);
+  } else {
+    for (const std::size_t run : pending) {
+      log << fmt::format("== run {}/{}: {}\n", run + 1, configs.size(), sweep.run_label(run))
+          << std::flush;
+      record(run, run_at(sweep, configs, run, log), true);
+      log << progress_line(progress) << "\n" << std::flush;
+    }
+  }
+  std::vector<VariantResult> out;
+  for (auto& r : results) out.push_back(std::move(*r));
+  write_ablation_report(sweep, out);
+  return out;
 }
 
 }  // namespace relpos

@@ -17,11 +17,18 @@ namespace {
 struct AblateOptions {
   std::string sweep;
   bool dry_run = false;
+  std::int64_t jobs = 0;        // 0: the sweep file's
+  std::int64_t run_index = -1;  // >= 0: a child of a parallel sweep runs this run alone
 };
 
 void run(const AblateOptions& o) {
   require_single_rank("relpos ablate");
-  const AblationSweep sweep = load_sweep(o.sweep);
+  AblationSweep sweep = load_sweep(o.sweep);
+  if (o.jobs > 0) sweep.jobs = o.jobs;
+  if (o.run_index >= 0) {
+    run_one(sweep, static_cast<std::size_t>(o.run_index), std::cout);
+    return;
+  }
   if (o.dry_run) {
     const std::vector<RunConfig> configs = resolve_variant_configs(sweep);
     check_variants(sweep, configs, true);
@@ -29,13 +36,14 @@ void run(const AblateOptions& o) {
       std::cout << fmt::format(
           "{:<28} scheme {:<10} data {:<20} {} steps -> {} (about {:.3g} "
           "GiB)\n",
-          sweep.variants[i].name, configs[i].model.position.scheme, configs[i].data.source,
+          sweep.run_label(i), configs[i].model.position.scheme, configs[i].data.source,
           configs[i].train.steps, configs[i].train.out_dir,
           estimate_memory(configs[i]).total() / (1024.0 * 1024.0 * 1024.0));
-    std::cout << fmt::format("{}: {} variants are valid\n", o.sweep, configs.size());
+    std::cout << fmt::format("{}: {} variants are valid ({} runs)\n", o.sweep,
+                             sweep.variants.size(), configs.size());
     return;
   }
-  run_sweep(sweep, std::cout);
+  run_sweep(sweep, std::cout, std::filesystem::read_symlink("/proc/self/exe"));
   for (const char* file : {"results.md", "results.csv"})
     std::cout << "wrote " << (sweep.out_dir / file).string() << "\n";
   run_plot_script({"ablation", sweep.out_dir.string()}, std::cout);
@@ -51,6 +59,11 @@ void add_ablate_command(CLI::App& app) {
   cmd->add_flag(
       "--dry-run", options->dry_run,
       "check the sweep, every variant's config, data, model and memory estimate; train nothing");
+  cmd->add_option("--jobs", options->jobs,
+                  "runs trained at once, each in a child process (default: the sweep's jobs, 1)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1024}));
+  // Internal: how a parallel sweep starts each of its runs.
+  cmd->add_option("--run-index", options->run_index)->group("");
   cmd->callback([options] { run(*options); });
 }
 
