@@ -65,8 +65,12 @@ class TransformerLM : public Module {
 
   const ModelConfig& config() const { return config_; }
   const PositionScheme& position() const { return *position_; }
-  // Dropout masks are drawn from (seed, step): set once per step by the trainer.
-  void set_dropout_seed(std::uint64_t seed) { dropout_seed_ = seed; }
+  // Dropout masks and randomized positions are drawn from (seed, step): set once per step
+  // by the trainer.
+  void set_dropout_seed(std::uint64_t seed) {
+    dropout_seed_ = seed;
+    position_->set_position_seed(seed);
+  }
 
  private:
   Tensor run(const Tensor& tokens, std::int64_t start, std::vector<Tensor>* memory,

@@ -1,6 +1,7 @@
 // `relpos eval CHECKPOINT [--data SOURCE] [--lengths 128,256,...] [--batches N] [--json FILE]`
 #include <fmt/format.h>
 
+#include <cmath>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -15,6 +16,11 @@
 
 namespace relpos {
 namespace {
+
+// A fraction for the table: "-" where the metric does not apply (NaN).
+std::string fraction_cell(double value) {
+  return std::isnan(value) ? std::string("-") : fmt::format("{:.4f}", value);
+}
 
 struct EvalOptions {
   std::string checkpoint;
@@ -43,20 +49,24 @@ void run(const EvalOptions& o) {
   const auto points = evaluate(*state.model, *state.data, lengths, batches);
   std::cout << fmt::format("{} at step {} on {}\n", o.checkpoint, state.step,
                            state.data->describe());
-  std::cout << fmt::format("{:>8} {:>10} {:>12} {:>10} {:>10}\n", "length", "loss", "perplexity",
-                           "bits/byte", "tokens");
+  std::cout << fmt::format("{:>8} {:>10} {:>12} {:>10} {:>10} {:>10} {:>11}\n", "length", "loss",
+                           "perplexity", "bits/byte", "tokens", "accuracy", "exact_match");
   nlohmann::json out = {{"checkpoint", o.checkpoint},
                         {"step", state.step},
                         {"data", state.data->describe()},
                         {"results", nlohmann::json::array()}};
   for (const EvalPoint& p : points) {
-    std::cout << fmt::format("{:>8} {:>10.4f} {:>12.3f} {:>10.4f} {:>10}\n", p.length, p.loss,
-                             p.perplexity, p.bits_per_byte, p.tokens);
+    std::cout << fmt::format("{:>8} {:>10.4f} {:>12.3f} {:>10.4f} {:>10} {:>10} {:>11}\n", p.length,
+                             p.loss, p.perplexity, p.bits_per_byte, p.tokens,
+                             fraction_cell(p.accuracy), fraction_cell(p.exact_match));
     out["results"].push_back({{"length", p.length},
                               {"loss", p.loss},
                               {"perplexity", p.perplexity},
                               {"bits_per_byte", p.bits_per_byte},
-                              {"tokens", p.tokens}});
+                              {"tokens", p.tokens},
+                              // null (NaN) where the data has no answer tokens
+                              {"accuracy", p.accuracy},
+                              {"exact_match", p.exact_match}});
   }
   const std::filesystem::path json =
       o.json.empty() ? std::filesystem::path(o.checkpoint).replace_extension(".eval.json")
