@@ -105,8 +105,11 @@ std::vector<Batch> TaskSource::draw_eval(std::int64_t seq_len, std::int64_t coun
 
 std::string TaskSource::describe_source() const {
   const TaskParams& p = config().task;
-  return fmt::format("task {}: num_symbols {}, offset {}, num_pairs {}", name_of(generator_.kind()),
-                     p.num_symbols, p.offset, p.num_pairs);
+  std::string items;
+  if (p.min_items != TaskParams{}.min_items || p.max_items != TaskParams{}.max_items)
+    items = fmt::format(", items {}..{}", p.min_items, p.max_items);
+  return fmt::format("task {}: num_symbols {}, offset {}, num_pairs {}{}",
+                     name_of(generator_.kind()), p.num_symbols, p.offset, p.num_pairs, items);
 }
 
 std::unique_ptr<DataSource> make_source(const DataConfig& config) {

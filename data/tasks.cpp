@@ -111,6 +111,27 @@ TaskGenerator::TaskGenerator(TaskKind kind, TaskParams params, std::int64_t trai
   validate(train_seq_len);
 }
 
+void TaskGenerator::validate_items() const {
+  const std::string_view task = name_of(kind_);
+  require(params_.min_items >= 1, "task {}: parameter min_items must be >= 1, got {}", task,
+          params_.min_items);
+  require(
+      params_.max_items == 0 || params_.max_items >= params_.min_items,
+      "task {}: parameter max_items must be 0 (floor(seq_len / 2)) or >= min_items = {}, got {}",
+      task, params_.min_items, params_.max_items);
+  require(longest_trained() <= train_seq_len_ / 2 && params_.min_items <= longest_trained(),
+          "task {}: parameters min_items {} and max_items {} need 2 × the longest string <= the "
+          "training seq_len {} (a string, '|' and its answer)",
+          task, params_.min_items, params_.max_items, train_seq_len_);
+}
+
+void TaskGenerator::require_default_items() const {
+  require(
+      params_.min_items == TaskParams{}.min_items && params_.max_items == TaskParams{}.max_items,
+      "task {}: parameters min_items and max_items apply to copy and reverse only, got {} and {}",
+      name_of(kind_), params_.min_items, params_.max_items);
+}
+
 void TaskGenerator::validate(std::int64_t seq_len) const {
   const std::string_view task = name_of(kind_);
   const auto max_symbols = static_cast<std::int64_t>(kTaskAlphabet.size());
@@ -122,13 +143,16 @@ void TaskGenerator::validate(std::int64_t seq_len) const {
     case TaskKind::reverse:
       require(seq_len >= 2, "task {}: seq_len must be >= 2 (a string, '|' and its answer), got {}",
               task, seq_len);
+      validate_items();
       break;
     case TaskKind::offset_lookup:
+      require_default_items();
       require(params_.offset >= 1 && params_.offset < seq_len,
               "task {}: parameter offset must be in [1, seq_len - 1] = [1, {}], got {}", task,
               seq_len - 1, params_.offset);
       break;
     case TaskKind::associative_recall:
+      require_default_items();
       require(params_.num_pairs >= 1 && params_.num_pairs <= params_.num_symbols,
               "task {}: parameter num_pairs must be in [1, num_symbols] = [1, {}] (keys are "
               "distinct), got {}",
@@ -140,13 +164,19 @@ void TaskGenerator::validate(std::int64_t seq_len) const {
   }
 }
 
+std::int64_t TaskGenerator::longest_trained() const {
+  return params_.max_items > 0 ? params_.max_items : train_seq_len_ / 2;
+}
+
 Batch TaskGenerator::batch(std::int64_t seq_len, std::int64_t rows, Rng& rng) const {
   validate(seq_len);
   require(rows >= 1, "task {}: rows must be >= 1, got {}", name_of(kind_), rows);
-  // copy / reverse string lengths: [1, L/2], or only unseen ones beyond the training length.
-  const std::int64_t longest = seq_len / 2;
+  // copy / reverse string lengths: the training range cut to what fits, or only unseen
+  // ones beyond the training length.
+  const bool beyond = seq_len > train_seq_len_;
+  const std::int64_t longest = beyond ? seq_len / 2 : std::min(longest_trained(), seq_len / 2);
   const std::int64_t shortest =
-      seq_len > train_seq_len_ ? std::min(train_seq_len_ / 2 + 1, longest) : 1;
+      std::min(beyond ? longest_trained() + 1 : params_.min_items, longest);
   Batch batch = empty_batch(rows, seq_len);
   for (std::int64_t row = 0; row < rows; ++row) {
     switch (kind_) {

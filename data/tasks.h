@@ -30,6 +30,11 @@ struct TaskParams {
   std::int64_t num_symbols = 16;  // alphabet size, 2..62 (every task)
   std::int64_t offset = 8;        // offset_lookup: how many positions back the target lies
   std::int64_t num_pairs = 8;     // associative_recall: key-value pairs, and as many queries
+  // copy, reverse: the training range of string lengths n (items before '|'); max_items 0
+  // means floor(L/2), the longest that fits. Evaluation beyond the training length draws
+  // n from (max_items, floor(Le/2)] only.
+  std::int64_t min_items = 1;
+  std::int64_t max_items = 0;
 };
 
 class TaskGenerator {
@@ -39,14 +44,19 @@ class TaskGenerator {
 
   // `rows` sequences of seq_len positions. seq_len may differ from the training
   // length; the parameters are validated against it as well. For copy and
-  // reverse, a seq_len above the training length draws only string lengths
-  // longer than any seen in training.
+  // reverse, a seq_len up to the training length draws string lengths from the
+  // training range (cut to what fits), and a longer one only string lengths
+  // longer than any seen in training. Rows are right-padded with kFiller, which is
+  // never scored.
   Batch batch(std::int64_t seq_len, std::int64_t rows, Rng& rng) const;
 
   TaskKind kind() const { return kind_; }
 
  private:
   void validate(std::int64_t seq_len) const;
+  void validate_items() const;           // copy, reverse: min_items and max_items
+  void require_default_items() const;    // the other tasks leave them unset
+  std::int64_t longest_trained() const;  // copy, reverse: the largest n of the training range
 
   TaskKind kind_;
   TaskParams params_;

@@ -74,8 +74,12 @@ class TransformerLM : public Module {
 
   const ModelConfig& config() const { return config_; }
   const PositionScheme& position() const { return *position_; }
-  // Dropout masks are drawn from (seed, step): set once per step by the trainer.
-  void set_dropout_seed(std::uint64_t seed) { dropout_seed_ = seed; }
+  // Dropout masks and randomized positions are drawn from (seed, step): set once per step
+  // by the trainer.
+  void set_dropout_seed(std::uint64_t seed) {
+    dropout_seed_ = seed;
+    position_->set_position_seed(seed);
+  }
   // The chunk size of the attention from now on (dynamic chunk training draws one per
   // batch); starts as model.attention_chunk.size, 0 meaning full attention.
   void set_attention_chunk_size(std::int64_t size);

@@ -86,6 +86,12 @@ TEST_CASE("cli: config errors are one line with exit code 2", "[cli]") {
                                  " model.position.scheme=t5 "
                                  "model.position.max_distance=8"),
                          "max_distance");
+  require_one_line_error(
+      box.run("train " + tiny.string() + " data.source=copy data.task.max_items=9"),
+      "max_items 9");  // seq_len 16 fits strings up to 8
+  require_one_line_error(box.run("train " + tiny.string() +
+                                 " model.position.scheme=rope model.position.randomized_max_len=8"),
+                         "model.position.randomized_max_len");
 }
 
 TEST_CASE("cli: a warmup longer than the run is cut to it with a one-line note", "[cli]") {
@@ -175,6 +181,21 @@ TEST_CASE("cli: train, inspect, eval and sample work on a tiny run; resume keeps
   r = box.run("eval " + ckpt + " --lengths 16,32 --batches 1");
   REQUIRE(r.exit_code == 0);
   REQUIRE(fs::exists(out + "/checkpoints/ckpt_00000002.eval.json"));
+  // A corpus has no answer tokens: accuracy and exact match are null; a task has both.
+  auto eval_json = nlohmann::json::parse(slurp(out + "/checkpoints/ckpt_00000002.eval.json"));
+  REQUIRE(eval_json["results"].size() == 2);
+  CHECK(eval_json["results"][0]["accuracy"].is_null());
+  CHECK(eval_json["results"][0]["exact_match"].is_null());
+  r = box.run("eval " + ckpt + " --data copy --lengths 16,32 --batches 1");
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("exact_match") != std::string::npos);
+  eval_json = nlohmann::json::parse(slurp(out + "/checkpoints/ckpt_00000002.eval.json"));
+  for (const auto& point : eval_json["results"]) {
+    CHECK(point["accuracy"].get<double>() >= 0.0);
+    CHECK(point["accuracy"].get<double>() <= 1.0);
+    CHECK(point["exact_match"].get<double>() >= 0.0);
+    CHECK(point["exact_match"].get<double>() <= 1.0);
+  }
   r = box.run("sample " + ckpt + " --prompt And --tokens 8 --seed 3");
   REQUIRE(r.exit_code == 0);
   REQUIRE(r.out.rfind("And", 0) == 0);

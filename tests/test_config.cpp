@@ -65,6 +65,8 @@ void require_same(const RunConfig& a, const RunConfig& b) {
   CHECK(a.data.task.num_symbols == b.data.task.num_symbols);
   CHECK(a.data.task.offset == b.data.task.offset);
   CHECK(a.data.task.num_pairs == b.data.task.num_pairs);
+  CHECK(a.data.task.min_items == b.data.task.min_items);
+  CHECK(a.data.task.max_items == b.data.task.max_items);
   CHECK(a.optim.name == b.optim.name);
   CHECK(a.optim.lr == b.optim.lr);
   CHECK(a.optim.beta1 == b.optim.beta1);
@@ -96,7 +98,7 @@ void require_same(const RunConfig& a, const RunConfig& b) {
 }
 
 // require_same compares this many keys; a new key must be added there too.
-constexpr std::size_t kComparedKeys = 63;
+constexpr std::size_t kComparedKeys = 66;
 
 // Every key set to a value other than its default (and valid together).
 const char* const kEveryKeyYaml = R"(model:
@@ -129,6 +131,7 @@ const char* const kEveryKeyYaml = R"(model:
     clamp_len: 7
     per_layer_uv: true
     rope_base: 500000
+    randomized_max_len: 96
 data:
   source: offset_lookup
   seq_len: 64
@@ -139,6 +142,8 @@ data:
     num_symbols: 20
     offset: 3
     num_pairs: 4
+    min_items: 1  # offset_lookup accepts only the defaults (test_task_metrics.cpp sets others)
+    max_items: 0
 optim:
   name: sgd
   lr: 0.0003
@@ -202,12 +207,13 @@ RunConfig every_key_expected() {
   p.set("clamp_len", std::int64_t{7});
   p.set("per_layer_uv", true);
   p.set("rope_base", 500000.0);
+  p.set("randomized_max_len", std::int64_t{96});
   c.data.source = "offset_lookup";
   c.data.seq_len = 64;
   c.data.batch_size = 5;
   c.data.val_fraction = 0.25;
   c.data.mask_prob = 0.3;
-  c.data.task = {20, 3, 4};
+  c.data.task = {20, 3, 4, 1, 0};
   c.optim = {"sgd", 3e-4, 0.8, 0.95, 1e-6, 0.5, 0.9, true, 0.0, 4};
   c.schedule = {"warmup_linear", 7, 1e-5};
   c.train = {77,         3,
@@ -589,6 +595,22 @@ TEST_CASE("config: validation errors name the keys and values", "[config]") {
        {"model.position.max_len=100", "data.seq_len=256"}},
       {{"model.position.scheme=learned", "eval.lengths=[512, 2048]"},
        {"model.position.max_len=1024", "eval.lengths entry 2048"}},
+      {{"model.position.scheme=rope", "model.position.randomized_max_len=100"},
+       {"model.position.randomized_max_len must be 0 (off) or in [data.seq_len, 2^24] = "
+        "[256, 16777216]",
+        "scheme rope", "got 100"}},
+      {{"model.position.scheme=sinusoidal", "model.position.randomized_max_len=-1"},
+       {"randomized_max_len", "got -1"}},
+      {{"model.position.scheme=learned", "model.position.randomized_max_len=2048"},
+       {"model.position.randomized_max_len=2048 is beyond model.position.max_len=1024"}},
+      {{"data.source=copy", "data.seq_len=32", "data.task.max_items=17"},
+       {"data.task", "data.source=copy", "max_items 17", "training seq_len 32"}},
+      {{"data.source=reverse", "data.task.min_items=0"}, {"min_items must be >= 1, got 0"}},
+      {{"data.source=copy", "data.task.min_items=5", "data.task.max_items=4"},
+       {"max_items must be 0", ">= min_items = 5, got 4"}},
+      {{"data.source=offset_lookup", "data.task.max_items=4"}, {"apply to copy and reverse only"}},
+      {{"data.source=copy", "data.task.max_items=4", "model.causal=false"},
+       {"data.task.max_items=4", "needs model.causal=true"}},
   };
   for (const Case& c : cases) {
     INFO(c.overrides.front());

@@ -129,6 +129,15 @@ std::vector<ConfigKey> run_keys() {
        {},
        "associative_recall: key-value pairs (and as many queries)",
        [](RunConfig& c) -> F { return &c.data.task.num_pairs; }},
+      {"data.task.min_items",
+       {},
+       "copy, reverse: shortest string in training (variable-length tasks)",
+       [](RunConfig& c) -> F { return &c.data.task.min_items; }},
+      {"data.task.max_items",
+       {},
+       "copy, reverse: longest string in training, 0 = floor(data.seq_len / 2); evaluation "
+       "beyond data.seq_len draws only longer strings",
+       [](RunConfig& c) -> F { return &c.data.task.max_items; }},
       // ---- optim ----
       {"optim.name",
        {"sgd", "adam", "adamw"},

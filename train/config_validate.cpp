@@ -99,7 +99,13 @@ void validate_data(const DataConfig& d) {
           d.mask_prob);
 }
 
-void validate_task(const DataConfig& d) {
+void validate_task(const DataConfig& d, bool causal) {
+  const bool item_range =
+      d.task.min_items != TaskParams{}.min_items || d.task.max_items != TaskParams{}.max_items;
+  require(causal || !item_range,
+          "data.task.min_items={}, data.task.max_items={}: a length range needs model.causal=true "
+          "(a bidirectional model would attend to the filler that pads the shorter strings)",
+          d.task.min_items, d.task.max_items);
   if (const auto kind = task_from_name(d.source)) {
     try {
       TaskGenerator(*kind, d.task, d.seq_len);  // checks the parameters at the training length
@@ -156,7 +162,7 @@ void validate(const RunConfig& config) {
   // Before the checks that build something from the sizes (a scheme's, a task's).
   require_bounded_sizes(config);
   validate_position(config);
-  validate_task(config.data);
+  validate_task(config.data, config.model.causal);
 }
 
 void validate_recurrence(const RunConfig& c) {

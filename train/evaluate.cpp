@@ -7,6 +7,7 @@
 #include "autograd/error.h"
 #include "autograd/ops/loss.h"
 #include "autograd/tape.h"
+#include "train/answer_accuracy.h"
 #include "train/device_placement.h"
 #include "train/distributed.h"
 
@@ -18,10 +19,12 @@ std::vector<EvalPoint> evaluate(TransformerLM& model, const DataSource& data,
   const bool was_training = model.training();
   model.set_training(false);
   const Device device = device_of(model);
+  const bool has_answers = task_from_name(data.config().source).has_value();
   std::vector<EvalPoint> points;
   for (std::int64_t length : lengths) {
     double total = 0.0;
     std::int64_t scored = 0;
+    AnswerCounts answers;
     const std::vector<Batch> all = data.eval_batches(length, batches);
     // Under mpirun, rank r evaluates batches r, r + N, ...; the sums are then reduced.
     for (std::size_t i = static_cast<std::size_t>(rank()); i < all.size();
@@ -32,12 +35,20 @@ std::vector<EvalPoint> evaluate(TransformerLM& model, const DataSource& data,
           cross_entropy(logits, batch.targets.to(device), kIgnoreTarget, Reduction::sum).item();
       const std::int64_t* t = batch.targets.data<std::int64_t>();
       for (std::int64_t i = 0; i < batch.targets.numel(); ++i) scored += t[i] != kIgnoreTarget;
+      if (has_answers) answers.add(count_answers(logits, batch.targets));
     }
     if (world_size() > 1) {
-      std::array<double, 2> sums{total, static_cast<double>(scored)};
+      std::array<double, 6> sums{total,
+                                 static_cast<double>(scored),
+                                 static_cast<double>(answers.correct),
+                                 static_cast<double>(answers.scored),
+                                 static_cast<double>(answers.exact),
+                                 static_cast<double>(answers.rows)};
       all_reduce_sum(sums, false);
       total = sums[0];
       scored = static_cast<std::int64_t>(sums[1]);
+      answers = {static_cast<std::int64_t>(sums[2]), static_cast<std::int64_t>(sums[3]),
+                 static_cast<std::int64_t>(sums[4]), static_cast<std::int64_t>(sums[5])};
     }
     require(scored > 0, "evaluation at length {}: the validation data has no scored tokens",
             length);
@@ -47,6 +58,10 @@ std::vector<EvalPoint> evaluate(TransformerLM& model, const DataSource& data,
     p.perplexity = std::exp(p.loss);
     p.bits_per_byte = p.loss / std::numbers::ln2;
     p.tokens = scored;
+    if (has_answers) {
+      p.accuracy = answers.accuracy();
+      p.exact_match = answers.exact_match();
+    }
     points.push_back(p);
   }
   model.set_training(was_training);

@@ -18,7 +18,8 @@ struct EvalPoint {
   std::int64_t tokens = 0;  // scored tokens
   // On synthetic tasks: next-token accuracy on the answer tokens (the ones that depend
   // on position) and the fraction of sequences whose answer tokens are all right. NaN
-  // where the data has no answer tokens (a corpus).
+  // where the data has no answer tokens (a corpus). Under the masked-token objective the
+  // scored positions are the masked ones (train/answer_accuracy.h counts scored positions).
   double accuracy = std::numeric_limits<double>::quiet_NaN();
   double exact_match = std::numeric_limits<double>::quiet_NaN();
 };

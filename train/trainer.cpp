@@ -347,13 +347,23 @@ TrainSummary train(RunState& run, RunStart start) {
   };
   auto run_eval = [&](bool record) {
     const EvalPoint p = evaluate(model, *run.data, train_length, c.train.eval_batches).front();
-    if (record)
-      write_metrics({{"step", run.step},
-                     {"val_loss", p.loss},
-                     {"val_bpb", p.bits_per_byte},
-                     {"val_ppl", p.perplexity}});
-    say(fmt::format("step {}: val loss {:.4f} ({:.3f} bits/byte)", run.step, p.loss,
-                    p.bits_per_byte));
+    const bool has_answers = !std::isnan(p.accuracy);  // a task (train/answer_accuracy.h)
+    if (record) {
+      nlohmann::json record = {{"step", run.step},
+                               {"val_loss", p.loss},
+                               {"val_bpb", p.bits_per_byte},
+                               {"val_ppl", p.perplexity}};
+      if (has_answers) {
+        record["val_accuracy"] = p.accuracy;
+        record["val_exact_match"] = p.exact_match;
+      }
+      write_metrics(record);
+    }
+    say(fmt::format(
+        "step {}: val loss {:.4f} ({:.3f} bits/byte){}", run.step, p.loss, p.bits_per_byte,
+        has_answers
+            ? fmt::format(", accuracy {:.4f}, exact match {:.4f}", p.accuracy, p.exact_match)
+            : ""));
     summary.final_val_loss = p.loss;
   };
   // Stops the run, or (train.on_divergence=rollback) reloads the last good checkpoint with

@@ -56,6 +56,12 @@ class PositionScheme : public Module {
                               std::int64_t /*k_len*/) const {
     return {};
   }
+  // The seed of this step's randomized positions (layers/position/randomized_positions.h);
+  // schemes without that option ignore it.
+  void set_position_seed(std::uint64_t seed) { position_seed_ = seed; }
+
+ protected:
+  std::uint64_t position_seed_ = 0;
 };
 
 // Validates the config against the model (UsageError naming the key) and builds the scheme.

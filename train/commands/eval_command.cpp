@@ -2,6 +2,7 @@
 //  [--batches N] [--json FILE]`
 #include <fmt/format.h>
 
+#include <cmath>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -18,6 +19,11 @@
 
 namespace relpos {
 namespace {
+
+// A fraction for the table: "-" where the metric does not apply (NaN).
+std::string fraction_cell(double value) {
+  return std::isnan(value) ? std::string("-") : fmt::format("{:.4f}", value);
+}
 
 struct EvalOptions {
   std::string checkpoint;
@@ -89,16 +95,21 @@ void run(const EvalOptions& o) {
     out["results"] = run_with_memory(o, state, lengths, batches);
   } else {
     const auto points = evaluate(*state.model, *state.data, lengths, batches);
-    std::cout << fmt::format("{:>8} {:>10} {:>12} {:>10} {:>10}\n", "length", "loss", "perplexity",
-                             "bits/byte", "tokens");
+    std::cout << fmt::format("{:>8} {:>10} {:>12} {:>10} {:>10} {:>10} {:>11}\n", "length",
+                             "loss", "perplexity", "bits/byte", "tokens", "accuracy",
+                             "exact_match");
     for (const EvalPoint& p : points) {
-      std::cout << fmt::format("{:>8} {:>10.4f} {:>12.3f} {:>10.4f} {:>10}\n", p.length, p.loss,
-                               p.perplexity, p.bits_per_byte, p.tokens);
+      std::cout << fmt::format("{:>8} {:>10.4f} {:>12.3f} {:>10.4f} {:>10} {:>10} {:>11}\n",
+                               p.length, p.loss, p.perplexity, p.bits_per_byte, p.tokens,
+                               fraction_cell(p.accuracy), fraction_cell(p.exact_match));
       out["results"].push_back({{"length", p.length},
                                 {"loss", p.loss},
                                 {"perplexity", p.perplexity},
                                 {"bits_per_byte", p.bits_per_byte},
-                                {"tokens", p.tokens}});
+                                {"tokens", p.tokens},
+                                // null (NaN) where the data has no answer tokens
+                                {"accuracy", p.accuracy},
+                                {"exact_match", p.exact_match}});
     }
   }
   const std::filesystem::path json =
