@@ -172,6 +172,12 @@ void validate_recurrence(const RunConfig& c) {
           "kerple or none), not the absolute '{}'",
           c.train.mem_len, c.model.position.scheme);
   require(c.model.causal, "train.mem_len={} needs model.causal: true", c.train.mem_len);
+  // Randomized positions are drawn anew each step, so they would not line up with the
+  // remembered segment's.
+  require(c.model.position.get<std::int64_t>("randomized_max_len") == 0,
+          "train.mem_len={} cannot be used with model.position.randomized_max_len (positions "
+          "drawn anew each step do not line up with the remembered segment)",
+          c.train.mem_len);
   require(!task_from_name(c.data.source),
           "train.mem_len={} needs a text corpus as data.source, not the synthetic task '{}'",
           c.train.mem_len, c.data.source);
