@@ -17,8 +17,9 @@ Block::Block(const ModelConfig& config, std::int64_t layer, const PositionScheme
     : config_(config) {
   const ModelDims dims = model_dims(config);
   norm1_ = &register_module("norm1", std::make_unique<Norm>(config.norm, config.d_model));
+  const std::int64_t knn_top_k = layer == config.knn_memory.layer ? config.knn_memory.top_k : 0;
   attn_ = &register_module("attn", std::make_unique<MultiHeadAttention>(
-                                       dims, layer, scheme, config.attention_path, rng));
+                                       dims, layer, scheme, config.attention_path, rng, knn_top_k));
   norm2_ = &register_module("norm2", std::make_unique<Norm>(config.norm, config.d_model));
   fc1_ =
       &register_module("mlp.fc1", std::make_unique<Linear>(config.d_model, config.d_ff, true, rng));
@@ -27,11 +28,11 @@ Block::Block(const ModelConfig& config, std::int64_t layer, const PositionScheme
 }
 
 Tensor Block::forward(const Tensor& x, std::int64_t start, const Tensor& memory, KvCache* cache,
-                      std::uint64_t dropout_seed, Tensor* attention_input) const {
+                      std::uint64_t dropout_seed, Tensor* attention_input, KnnMemory* knn) const {
   const double p = config_.dropout;
   Tensor h = norm1_->forward(x);  // (B, L, d)
   if (attention_input) *attention_input = h.detach();
-  Tensor a = attn_->forward(h, start, memory, cache);
+  Tensor a = attn_->forward(h, start, memory, cache, knn);
   Tensor y = add(x, dropout(a, p, mix64(dropout_seed, 0), 0, training()));
   Tensor m = fc2_->forward(fc1_->forward(norm2_->forward(y), Activation::gelu_tanh));  // (B, L, d)
   return add(y, dropout(m, p, mix64(dropout_seed, 1), 0, training()));
@@ -59,7 +60,8 @@ TransformerLM::TransformerLM(const ModelConfig& config, Rng& rng) : config_(conf
 }
 
 Tensor TransformerLM::run(const Tensor& tokens, std::int64_t start, std::vector<Tensor>* memory,
-                          std::vector<KvCache>* caches, std::int64_t mem_len) const {
+                          std::vector<KvCache>* caches, std::int64_t mem_len,
+                          KnnMemory* knn) const {
   require(tokens.dim() == 2 && tokens.dtype() == DType::i64,
           "model: tokens must be an i64 (B, L) tensor, got {}", tokens.describe());
   Tensor x = position_->embed(embed_->forward(tokens), start);  // (B, L, d)
@@ -68,7 +70,9 @@ Tensor TransformerLM::run(const Tensor& tokens, std::int64_t start, std::vector<
     Tensor mem = memory && !memory->empty() ? (*memory)[l] : Tensor();
     KvCache* cache = caches ? &(*caches)[l] : nullptr;
     Tensor attention_input;
-    x = blocks_[l]->forward(x, start, mem, cache, seed, memory ? &attention_input : nullptr);
+    KnnMemory* block_knn = static_cast<std::int64_t>(l) == config_.knn_memory.layer ? knn : nullptr;
+    x = blocks_[l]->forward(x, start, mem, cache, seed, memory ? &attention_input : nullptr,
+                            block_knn);
     if (memory) {
       // The new memory: the last mem_len attention inputs, without gradient.
       Tensor all = mem.defined() ? concat({mem, attention_input}, 1) : attention_input;
@@ -84,6 +88,10 @@ Tensor TransformerLM::run(const Tensor& tokens, std::int64_t start, std::vector<
 
 Tensor TransformerLM::forward(const Tensor& tokens, std::int64_t start) const {
   return run(tokens, start, nullptr, nullptr, 0);
+}
+
+Tensor TransformerLM::forward(const Tensor& tokens, std::int64_t start, KnnMemory& knn) const {
+  return run(tokens, start, nullptr, nullptr, 0, &knn);
 }
 
 Tensor TransformerLM::forward(const Tensor& tokens, DecodeState& state, bool use_cache,

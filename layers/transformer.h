@@ -24,6 +24,7 @@ struct ModelConfig {
   bool causal = true;
   PositionConfig position;
   AttentionPath attention_path = AttentionPath::flash;
+  KnnMemoryConfig knn_memory;  // off unless knn_memory.layer >= 0
 };
 
 // The dimensions a position scheme and the attention see.
@@ -40,8 +41,10 @@ class Block : public Module {
  public:
   Block(const ModelConfig& config, std::int64_t layer, const PositionScheme& scheme, Rng& rng);
   // x (B, L, d). `attention_input`, if given, receives norm1(x) (the next memory).
+  // `knn`: the kNN memory, for the kNN layer's block.
   Tensor forward(const Tensor& x, std::int64_t start, const Tensor& memory, KvCache* cache,
-                 std::uint64_t dropout_seed, Tensor* attention_input = nullptr) const;
+                 std::uint64_t dropout_seed, Tensor* attention_input = nullptr,
+                 KnnMemory* knn = nullptr) const;
 
  private:
   const ModelConfig& config_;
@@ -62,6 +65,10 @@ class TransformerLM : public Module {
   // else segment memory of up to mem_len positions per layer (Transformer-XL).
   Tensor forward(const Tensor& tokens, DecodeState& state, bool use_cache,
                  std::int64_t mem_len = 0) const;
+  // Like forward(tokens, start), with the kNN layer (model.knn_memory) retrieving from
+  // `knn` and then appending this segment's keys and values to it. Without a kNN
+  // layer, `knn` is unused; the other forwards leave the kNN layer its local attention.
+  Tensor forward(const Tensor& tokens, std::int64_t start, KnnMemory& knn) const;
 
   const ModelConfig& config() const { return config_; }
   const PositionScheme& position() const { return *position_; }
@@ -70,7 +77,7 @@ class TransformerLM : public Module {
 
  private:
   Tensor run(const Tensor& tokens, std::int64_t start, std::vector<Tensor>* memory,
-             std::vector<KvCache>* caches, std::int64_t mem_len) const;
+             std::vector<KvCache>* caches, std::int64_t mem_len, KnnMemory* knn = nullptr) const;
 
   ModelConfig config_;
   Embedding* embed_;

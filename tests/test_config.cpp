@@ -48,6 +48,9 @@ void require_same(const RunConfig& a, const RunConfig& b) {
   CHECK(ma.tie_embeddings == mb.tie_embeddings);
   CHECK(ma.causal == mb.causal);
   CHECK(ma.attention_path == mb.attention_path);
+  CHECK(ma.knn_memory.layer == mb.knn_memory.layer);
+  CHECK(ma.knn_memory.size == mb.knn_memory.size);
+  CHECK(ma.knn_memory.top_k == mb.knn_memory.top_k);
   const PositionConfig &pa = ma.position, &pb = mb.position;
   CHECK(pa.scheme == pb.scheme);
   for (const PositionKey& k : position_keys()) {
@@ -92,7 +95,7 @@ void require_same(const RunConfig& a, const RunConfig& b) {
 }
 
 // require_same compares this many keys; a new key must be added there too.
-constexpr std::size_t kComparedKeys = 59;
+constexpr std::size_t kComparedKeys = 62;
 
 // Every key set to a value other than its default (and valid together).
 const char* const kEveryKeyYaml = R"(model:
@@ -121,6 +124,10 @@ const char* const kEveryKeyYaml = R"(model:
     clamp_len: 7
     per_layer_uv: true
     rope_base: 500000
+  knn_memory:
+    layer: 2
+    size: 96
+    top_k: 8
 data:
   source: offset_lookup
   seq_len: 64
@@ -167,7 +174,8 @@ eval:
 RunConfig every_key_expected() {
   RunConfig c;
   c.model = {
-      300, 96, 3, 6, 200, 0.125, NormKind::rmsnorm, false, false, {}, AttentionPath::composed};
+      300,       96, 3, 6, 200, 0.125, NormKind::rmsnorm, false, false, {}, AttentionPath::composed,
+      {2, 96, 8}};
   PositionConfig& p = c.model.position;
   p.scheme = "shaw";
   p.set("max_len", std::int64_t{4096});
@@ -576,6 +584,12 @@ TEST_CASE("config: validation errors name the keys and values", "[config]") {
        {"model.position.max_len=100", "data.seq_len=256"}},
       {{"model.position.scheme=learned", "eval.lengths=[512, 2048]"},
        {"model.position.max_len=1024", "eval.lengths entry 2048"}},
+      {{"model.knn_memory.layer=2"}, {"model.knn_memory.layer", "[0, 2), got 2"}},
+      {{"model.knn_memory.layer=-2"}, {"model.knn_memory.layer", "got -2"}},
+      {{"model.knn_memory.size=0"}, {"model.knn_memory.size must be >= 1, got 0"}},
+      {{"model.knn_memory.top_k=-1"}, {"model.knn_memory.top_k must be >= 1, got -1"}},
+      {{"model.knn_memory.size=16", "model.knn_memory.top_k=17"},
+       {"model.knn_memory.top_k=17 must be <= model.knn_memory.size=16"}},
   };
   for (const Case& c : cases) {
     INFO(c.overrides.front());

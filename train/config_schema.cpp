@@ -57,6 +57,19 @@ std::vector<ConfigKey> model_keys() {
        "attention kernel: flash (tiled, no L x L; CPU), fused (L x L scores, one softmax "
        "kernel) or composed of primitive ops (slowest; the reference)",
        [](RunConfig& c) -> F { return &c.model.attention_path; }},
+      {"model.knn_memory.layer",
+       {},
+       "the block whose attention also retrieves from a kNN memory (docs/knn-memory.md), in "
+       "[0, model.n_layers); -1: no kNN memory",
+       [](RunConfig& c) -> F { return &c.model.knn_memory.layer; }},
+      {"model.knn_memory.size",
+       {},
+       "S: (key, value) pairs of earlier segments the kNN memory keeps per batch row",
+       [](RunConfig& c) -> F { return &c.model.knn_memory.size; }},
+      {"model.knn_memory.top_k",
+       {},
+       "K: pairs each query retrieves from the kNN memory, in [1, model.knn_memory.size]",
+       [](RunConfig& c) -> F { return &c.model.knn_memory.top_k; }},
   };
 }
 

@@ -51,6 +51,18 @@ void validate_model(const ModelConfig& m) {
           m.vocab, kMaskToken, kMaskedVocabSize);
 }
 
+// model.knn_memory: checked whether or not a layer is chosen (the sizes have defaults).
+void validate_knn_memory(const ModelConfig& m) {
+  const KnnMemoryConfig& k = m.knn_memory;
+  require(k.layer >= -1 && k.layer < m.n_layers,
+          "model.knn_memory.layer must be -1 (none) or in [0, model.n_layers) = [0, {}), got {}",
+          m.n_layers, k.layer);
+  require_at_least(k.size, 1, "model.knn_memory.size");
+  require_at_least(k.top_k, 1, "model.knn_memory.top_k");
+  require(k.top_k <= k.size, "model.knn_memory.top_k={} must be <= model.knn_memory.size={}",
+          k.top_k, k.size);
+}
+
 // The table sizes of the chosen scheme (registry.h, size_keys).
 void validate_position_sizes(const PositionConfig& p) {
   for (const auto& [key, limit] : find_position_scheme(p.scheme)->size_keys) {
@@ -125,6 +137,7 @@ void validate_training(const TrainingConfig& t, const EvalConfig& e) {
 void validate(const RunConfig& config) {
   validate_choices(config);
   validate_model(config.model);
+  validate_knn_memory(config.model);
   validate_position_sizes(config.model.position);
   validate_data(config.data);
   validate_training(config.train, config.eval);
