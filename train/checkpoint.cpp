@@ -232,6 +232,11 @@ void write_contents(const H5::H5File& h5, const Checkpoint& checkpoint) {
   const H5::Group optim = h5.createGroup("optim");
   for (const auto& [key, tensor] : checkpoint.optim)
     write_tensor(optim, optim_path(key), key, tensor);
+  if (!checkpoint.knn_memory.empty()) {
+    const H5::Group knn = h5.createGroup("knn_memory");
+    for (const auto& [name, tensor] : checkpoint.knn_memory)
+      write_tensor(knn, {name}, "knn_memory/" + name, tensor);
+  }
 
   const H5::Group state = h5.createGroup("state");
   write_int_attribute(state, kStepAttribute, checkpoint.step);
@@ -483,6 +488,9 @@ Checkpoint read_contents(const H5::H5File& h5, WalkLimits& limits,
   const std::vector<DeclaredDataset> optim = has_group(h5, "optim")
                                                  ? declare_group(h5.openGroup("optim"), limits)
                                                  : std::vector<DeclaredDataset>{};
+  const std::vector<DeclaredDataset> knn_memory =
+      has_group(h5, "knn_memory") ? declare_group(h5.openGroup("knn_memory"), limits)
+                                  : std::vector<DeclaredDataset>{};
   if (check_shapes) {
     std::map<std::string, Shape> shapes;
     for (const DeclaredDataset& p : params) shapes.emplace(join(p.path, '.'), p.shape);
@@ -498,6 +506,8 @@ Checkpoint read_contents(const H5::H5File& h5, WalkLimits& limits,
     const std::vector<std::string> param(o.path.begin(), o.path.end() - 1);
     checkpoint.optim.emplace(join(param, '.') + "/" + o.path.back(), read_tensor(o, file));
   }
+  for (const DeclaredDataset& k : knn_memory)
+    checkpoint.knn_memory.emplace(join(k.path, '/'), read_tensor(k, file));
   return checkpoint;
 }
 

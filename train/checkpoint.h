@@ -23,6 +23,9 @@ struct Checkpoint {
   std::int64_t tokens_seen = 0;
   std::string config_yaml;                                       // the resolved config
   std::map<std::string, std::vector<std::uint64_t>> rng_states;  // named RNG/sampler states
+  // The kNN memory (model.knn_memory, train/knn_state.h): "keys", "values" (B, H, M, D)
+  // and "valid_from" i64 (B). Empty (no /knn_memory group) when the memory is.
+  std::map<std::string, Tensor> knn_memory;
   std::int64_t format_version = kCheckpointFormatVersion;
 };
 

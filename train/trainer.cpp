@@ -26,6 +26,7 @@
 #include "train/distributed.h"
 #include "train/divergence.h"
 #include "train/evaluate.h"
+#include "train/knn_state.h"
 #include "train/memory_estimate.h"
 #include "train/metrics.h"
 #include "train/run_summary.h"
@@ -116,6 +117,7 @@ RunState build_run(const RunConfig& config) {
   data.seed = mix64(config.train.seed, 2);
   data.masked_tokens = !config.model.causal;  // a bidirectional model sees the next token
   run.data = make_source(data);
+  run.knn_memory = KnnMemory(config.model.knn_memory.size);
   return run;
 }
 
@@ -130,6 +132,7 @@ void load_training_state(RunState& run, const Checkpoint& ckpt,
   require(sampler != ckpt.rng_states.end(), "checkpoint {}: no '{}' state", source.string(),
           kSamplerKey);
   run.data->set_sampler_state(SamplerState::from_words(sampler->second));
+  restore_knn_memory(run.knn_memory, ckpt, run.config, run.device, source);
   const auto halvings = ckpt.rng_states.find(kLrHalvingsKey);
   require(halvings == ckpt.rng_states.end() || halvings->second.size() == 1,
           "checkpoint {}: '{}' must hold one word", source.string(), kLrHalvingsKey);
@@ -182,6 +185,7 @@ Checkpoint snapshot(const RunState& run) {
   c.tokens_seen = run.tokens_seen;
   c.config_yaml = to_yaml(run.config);
   c.rng_states[kSamplerKey] = run.data->sampler_state().to_words();
+  save_knn_memory(run.knn_memory, c);
   if (run.lr_halvings > 0)
     c.rng_states[kLrHalvingsKey] = {static_cast<std::uint64_t>(run.lr_halvings)};
   return c;
@@ -245,6 +249,11 @@ TrainSummary train(RunState& run, RunStart start) {
         "data.batch_size: {} is not a multiple of the {} MPI ranks (each rank trains on "
         "batch_size / ranks rows of every batch)",
         c.data.batch_size, world);
+  if (world > 1 && c.model.knn_memory.enabled())
+    fail_everywhere(
+        "model.knn_memory.layer={}: training with a kNN memory runs in one process, not under "
+        "mpirun ({} ranks); set model.knn_memory.layer: -1 or run without mpirun",
+        c.model.knn_memory.layer, world);
   std::optional<RunFolder> folder;
   std::optional<MetricsLog> metrics_log;
   run_collectively([&] {
@@ -381,7 +390,10 @@ TrainSummary train(RunState& run, RunStart start) {
       const Batch batch = run.data->next_train();  // the global batch, (B, L)
       Tensor loss;
       if (world == 1) {
-        const Tensor logits = model.forward(batch.inputs.to(run.device));  // (B, L, V)
+        const Tensor inputs = batch.inputs.to(run.device);
+        const Tensor logits = c.model.knn_memory.enabled()  // (B, L, V)
+                                  ? model.forward(inputs, 0, run.knn_memory)
+                                  : model.forward(inputs);
         loss = cross_entropy(logits, batch.targets.to(run.device), kIgnoreTarget);
       } else {
         // This rank's rows, (B/N, L): its summed loss over the global batch's scored

@@ -43,6 +43,9 @@ struct RunState {
   std::unique_ptr<DataSource> data;
   std::int64_t step = 0;
   std::int64_t tokens_seen = 0;
+  // model.knn_memory: the kNN layer's memory of earlier training batches, saved in
+  // checkpoints (train/knn_state.h). Empty before the first step.
+  KnnMemory knn_memory;
   // Rollbacks after divergence so far: the learning rate is scaled by 0.5^lr_halvings.
   std::int64_t lr_halvings = 0;
   std::filesystem::path resumed_from;        // the checkpoint restore_run loaded; empty if none
