@@ -65,6 +65,9 @@ CorpusSource::CorpusSource(const DataConfig& config, const std::string& path)
 }
 
 Batch CorpusSource::draw_train(Rng& rng) {
+  if (config().stream_order)
+    return stream_segment(corpus_.train, config().seq_len, config().batch_size,
+                          sampler_state().batches_drawn);
   return random_windows(corpus_.train, config().seq_len, config().batch_size, rng);
 }
 
@@ -75,12 +78,18 @@ std::vector<Batch> CorpusSource::draw_eval(std::int64_t seq_len, std::int64_t co
 }
 
 std::string CorpusSource::describe_source() const {
-  return fmt::format("corpus {}: {} train + {} validation bytes", corpus_.path,
-                     corpus_.train.size(), corpus_.validation.size());
+  return fmt::format("corpus {}: {} train + {} validation bytes{}", corpus_.path,
+                     corpus_.train.size(), corpus_.validation.size(),
+                     config().stream_order ? ", read as contiguous streams" : "");
 }
 
 TaskSource::TaskSource(const DataConfig& config, TaskKind kind)
-    : DataSource(config), generator_(kind, config.task, config.seq_len) {}
+    : DataSource(config), generator_(kind, config.task, config.seq_len) {
+  require(!config.stream_order,
+          "data.source={}: a synthetic task has no contiguous text streams (train.mem_len needs "
+          "a text corpus)",
+          config.source);
+}
 
 Batch TaskSource::draw_train(Rng& rng) {
   return generator_.batch(config().seq_len, config().batch_size, rng);

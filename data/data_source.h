@@ -26,6 +26,11 @@ struct DataConfig {
   // Not a config key: the trainer sets it for a bidirectional model (model.causal: false).
   // Every training and evaluation batch then becomes a masked-token batch (masking.h).
   bool masked_tokens = false;
+  // Not a config key: training batches are contiguous streams, one per row, read in
+  // order (stream_segment in sampler.h) instead of random windows. The trainer sets
+  // it for segment-recurrent training (train.mem_len > 0); a feature that keeps state
+  // from one batch to the next may set it too. Only a text corpus has streams.
+  bool stream_order = false;
 };
 
 class DataSource {
@@ -64,8 +69,8 @@ class DataSource {
   std::uint64_t batches_drawn_ = 0;
 };
 
-// Random windows of a text file for training; sequential windows of its
-// validation split for evaluation.
+// Random windows (or, with stream_order, contiguous streams) of a text file for
+// training; sequential windows of its validation split for evaluation.
 class CorpusSource final : public DataSource {
  public:
   CorpusSource(const DataConfig& config, const std::string& path);

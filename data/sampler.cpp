@@ -61,4 +61,24 @@ std::vector<Batch> sequential_windows(std::span<const std::int64_t> tokens, std:
   return batches;
 }
 
+std::int64_t stream_segments_per_row(std::size_t tokens, std::int64_t seq_len, std::int64_t rows) {
+  require(seq_len >= 1 && rows >= 1, "stream segments: seq_len {} and rows {} must be >= 1",
+          seq_len, rows);
+  const auto part = std::max<std::int64_t>(0, static_cast<std::int64_t>(tokens) - 1) / rows;
+  return part / seq_len;
+}
+
+Batch stream_segment(std::span<const std::int64_t> tokens, std::int64_t seq_len, std::int64_t rows,
+                     std::uint64_t index) {
+  const std::int64_t segments = stream_segments_per_row(tokens.size(), seq_len, rows);
+  require(segments >= 1, "stream_segment: {} tokens cannot hold {} rows of seq_len {} + 1",
+          tokens.size(), rows, seq_len);
+  const std::int64_t part = (static_cast<std::int64_t>(tokens.size()) - 1) / rows;
+  const auto segment = static_cast<std::int64_t>(index % static_cast<std::uint64_t>(segments));
+  Batch batch = empty_batch(rows, seq_len);
+  for (std::int64_t row = 0; row < rows; ++row)
+    fill_row(batch, row, tokens, row * part + segment * seq_len);
+  return batch;
+}
+
 }  // namespace relpos

@@ -1,6 +1,7 @@
 #pragma once
 // Batches of windows cut from a token stream: random windows for training,
-// drawn from a seeded, resumable stream; sequential windows for evaluation.
+// drawn from a seeded, resumable stream; sequential windows for evaluation; and
+// contiguous streams, one per batch row, read segment by segment (Transformer-XL).
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -35,5 +36,16 @@ Batch random_windows(std::span<const std::int64_t> tokens, std::int64_t seq_len,
 // the last one possibly with fewer rows; a partial window is never produced.
 std::vector<Batch> sequential_windows(std::span<const std::int64_t> tokens, std::int64_t seq_len,
                                       std::int64_t rows, std::int64_t max_batches);
+
+// Segment `index` of `rows` contiguous streams: the tokens are cut into `rows`
+// equal parts of P = (size − 1) / rows tokens, and row r of the batch holds
+// segment (index mod S) of part r, S = P / seq_len: inputs part[sL, sL+L),
+// targets one token later. Consecutive indices give each row consecutive text
+// (it starts over after its last whole segment). Needs S >= 1.
+Batch stream_segment(std::span<const std::int64_t> tokens, std::int64_t seq_len, std::int64_t rows,
+                     std::uint64_t index);
+
+// Segments per row of stream_segment: (size − 1) / rows / seq_len.
+std::int64_t stream_segments_per_row(std::size_t tokens, std::int64_t seq_len, std::int64_t rows);
 
 }  // namespace relpos

@@ -102,9 +102,21 @@ Tensor TransformerLM::forward(const Tensor& tokens, DecodeState& state, bool use
     logits = run(tokens, state.position, nullptr, &state.caches, 0);
   } else {
     require(mem_len > 0, "model: segment memory needs mem_len > 0");
-    logits = run(tokens, state.position, &state.memory, nullptr, mem_len);
+    logits = run(tokens, state.position, &state.memory, nullptr, mem_len, state.knn);
   }
   state.position += tokens.size(1);
+  return logits;
+}
+
+Tensor forward_segment(const TransformerLM& model, const Tensor& tokens,
+                       std::vector<Tensor>& memory, std::int64_t mem_len, KnnMemory* knn) {
+  if (mem_len == 0) return knn ? model.forward(tokens, 0, *knn) : model.forward(tokens);
+  DecodeState state;
+  state.knn = knn;
+  state.memory = std::move(memory);
+  state.position = state.memory.empty() ? 0 : state.memory.front().size(1);
+  Tensor logits = model.forward(tokens, state, false, mem_len);
+  memory = std::move(state.memory);
   return logits;
 }
 

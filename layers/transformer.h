@@ -35,6 +35,7 @@ struct DecodeState {
   std::vector<KvCache> caches;
   std::vector<Tensor> memory;  // per layer (B, M, d_model), detached
   std::int64_t position = 0;   // absolute position of the next token
+  KnnMemory* knn = nullptr;    // with segment memory: the kNN layer's memory, if any
 };
 
 class Block : public Module {
@@ -87,5 +88,14 @@ class TransformerLM : public Module {
   Linear* head_ = nullptr;  // absent when tied
   std::uint64_t dropout_seed_ = 0;
 };
+
+// One segment of segment-recurrent training or evaluation: tokens (B, L) after the
+// per-layer `memory` (B, M, d_model each, M <= mem_len; empty before the first
+// segment), which is replaced by the last mem_len hidden states, detached. Positions
+// count from the oldest memory entry: every scheme it is used with reads distances
+// only. mem_len 0: a plain forward, memory left empty. `knn`, if given, is the kNN
+// layer's memory (model.knn_memory), retrieved from and extended. -> logits (B, L, V).
+Tensor forward_segment(const TransformerLM& model, const Tensor& tokens,
+                       std::vector<Tensor>& memory, std::int64_t mem_len, KnnMemory* knn = nullptr);
 
 }  // namespace relpos

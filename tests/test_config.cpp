@@ -86,6 +86,7 @@ void require_same(const RunConfig& a, const RunConfig& b) {
   CHECK(a.train.keep_checkpoints == b.train.keep_checkpoints);
   CHECK(a.train.on_divergence == b.train.on_divergence);
   CHECK(a.train.max_rollbacks == b.train.max_rollbacks);
+  CHECK(a.train.mem_len == b.train.mem_len);
   CHECK(a.train.seed == b.train.seed);
   CHECK(a.train.threads == b.train.threads);
   CHECK(a.train.device == b.train.device);
@@ -95,7 +96,7 @@ void require_same(const RunConfig& a, const RunConfig& b) {
 }
 
 // require_same compares this many keys; a new key must be added there too.
-constexpr std::size_t kComparedKeys = 62;
+constexpr std::size_t kComparedKeys = 63;
 
 // Every key set to a value other than its default (and valid together).
 const char* const kEveryKeyYaml = R"(model:
@@ -162,6 +163,7 @@ train:
   keep_checkpoints: 0
   on_divergence: rollback
   max_rollbacks: 5
+  mem_len: 7
   seed: 18446744073709551615
   threads: 2
   device: cuda
@@ -199,19 +201,13 @@ RunConfig every_key_expected() {
   c.data.task = {20, 3, 4};
   c.optim = {"sgd", 3e-4, 0.8, 0.95, 1e-6, 0.5, 0.9, true, 0.0, 4};
   c.schedule = {"warmup_linear", 7, 1e-5};
-  c.train = {77,
-             3,
-             11,
-             2,
-             13,
-             0,
-             "rollback",
-             5,
-             std::numeric_limits<std::uint64_t>::max(),
-             2,
-             "cuda",
-             true,
-             "runs/every key"};
+  c.train = {77,         3,
+             11,         2,
+             13,         0,
+             "rollback", 5,
+             7,          std::numeric_limits<std::uint64_t>::max(),
+             2,          "cuda",
+             true,       "runs/every key"};
   c.eval.lengths = {64, 128, 512};
   return c;
 }

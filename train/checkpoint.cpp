@@ -232,6 +232,11 @@ void write_contents(const H5::H5File& h5, const Checkpoint& checkpoint) {
   const H5::Group optim = h5.createGroup("optim");
   for (const auto& [key, tensor] : checkpoint.optim)
     write_tensor(optim, optim_path(key), key, tensor);
+  if (!checkpoint.memory.empty()) {
+    const H5::Group memory = h5.createGroup("memory");
+    for (const auto& [layer, tensor] : checkpoint.memory)
+      write_tensor(memory, {layer}, layer, tensor);
+  }
   if (!checkpoint.knn_memory.empty()) {
     const H5::Group knn = h5.createGroup("knn_memory");
     for (const auto& [name, tensor] : checkpoint.knn_memory)
@@ -488,6 +493,9 @@ Checkpoint read_contents(const H5::H5File& h5, WalkLimits& limits,
   const std::vector<DeclaredDataset> optim = has_group(h5, "optim")
                                                  ? declare_group(h5.openGroup("optim"), limits)
                                                  : std::vector<DeclaredDataset>{};
+  const std::vector<DeclaredDataset> memory = has_group(h5, "memory")
+                                                  ? declare_group(h5.openGroup("memory"), limits)
+                                                  : std::vector<DeclaredDataset>{};
   const std::vector<DeclaredDataset> knn_memory =
       has_group(h5, "knn_memory") ? declare_group(h5.openGroup("knn_memory"), limits)
                                   : std::vector<DeclaredDataset>{};
@@ -506,6 +514,8 @@ Checkpoint read_contents(const H5::H5File& h5, WalkLimits& limits,
     const std::vector<std::string> param(o.path.begin(), o.path.end() - 1);
     checkpoint.optim.emplace(join(param, '.') + "/" + o.path.back(), read_tensor(o, file));
   }
+  for (const DeclaredDataset& m : memory)
+    checkpoint.memory.emplace(join(m.path, '.'), read_tensor(m, file));
   for (const DeclaredDataset& k : knn_memory)
     checkpoint.knn_memory.emplace(join(k.path, '/'), read_tensor(k, file));
   return checkpoint;

@@ -38,6 +38,9 @@ struct TrainingConfig {
   std::int64_t keep_checkpoints = 2;
   std::string on_divergence = "stop";  // stop | rollback (to the last good checkpoint, lr / 2)
   std::int64_t max_rollbacks = 3;
+  // Segment-recurrent training (Transformer-XL): each layer also attends to this many
+  // cached hidden states of the row's previous segments; 0: independent windows.
+  std::int64_t mem_len = 0;
   std::uint64_t seed = 0;
   std::int64_t threads = 0;    // 0: all cores
   std::string device = "cpu";  // cpu | cuda
@@ -76,6 +79,14 @@ RunConfig config_from_yaml(const std::string& yaml, const std::string& origin);
 std::string to_yaml(const RunConfig& config);
 // Cross-field checks (d_model % n_heads, lr > 0, T5 buckets, ...).
 void validate(const RunConfig& config);
+// train.mem_len > 0 reuses hidden states at distances, so it needs a relative position
+// scheme, causal attention and a text corpus: a UsageError naming the keys otherwise.
+// Checked when a run is built (build_run), not by validate: a config file may set these
+// keys for a run without memory.
+void validate_recurrence(const RunConfig& config);
+// model.knn_memory reads the data as contiguous streams: a text corpus, not a task.
+// Checked by build_run, like validate_recurrence.
+void validate_knn_data(const RunConfig& config);
 
 // One key of the schema, as docs/config.md documents it.
 struct ConfigKeyInfo {

@@ -208,6 +208,11 @@ std::vector<ConfigKey> run_keys() {
        {},
        "most rollbacks of a run (train.on_divergence=rollback) before it stops",
        [](RunConfig& c) -> F { return &c.train.max_rollbacks; }},
+      {"train.mem_len",
+       {},
+       "segment recurrence: hidden states of the previous segments each layer attends to "
+       "(no gradient); batches become contiguous streams; 0: independent random windows",
+       [](RunConfig& c) -> F { return &c.train.mem_len; }},
       {"train.seed",
        {},
        "seed of every random stream (initialisation, data, dropout)",

@@ -124,6 +124,8 @@ void validate_training(const TrainingConfig& t, const EvalConfig& e) {
   require_at_least(t.checkpoint_every, 1, "train.checkpoint_every");
   require_at_least(t.keep_checkpoints, 0, "train.keep_checkpoints");
   require_at_least(t.max_rollbacks, 0, "train.max_rollbacks");
+  require_at_least(t.mem_len, 0, "train.mem_len");
+  require_at_most(t.mem_len, std::int64_t{1} << 20, "train.mem_len");
   require_at_least(t.threads, 0, "train.threads");
   require_at_most(t.threads, kMaxThreads, "train.threads");
   require(!t.out_dir.empty(), "train.out_dir must not be empty");
@@ -146,6 +148,26 @@ void validate(const RunConfig& config) {
   require_bounded_sizes(config);
   validate_position(config);
   validate_task(config.data);
+}
+
+void validate_recurrence(const RunConfig& c) {
+  if (c.train.mem_len == 0) return;
+  require(!find_position_scheme(c.model.position.scheme)->absolute,
+          "train.mem_len={} needs a relative model.position.scheme (xl, t5, shaw, alibi, rope, "
+          "kerple or none), not the absolute '{}'",
+          c.train.mem_len, c.model.position.scheme);
+  require(c.model.causal, "train.mem_len={} needs model.causal: true", c.train.mem_len);
+  require(!task_from_name(c.data.source),
+          "train.mem_len={} needs a text corpus as data.source, not the synthetic task '{}'",
+          c.train.mem_len, c.data.source);
+}
+
+void validate_knn_data(const RunConfig& c) {
+  if (!c.model.knn_memory.enabled()) return;
+  require(!task_from_name(c.data.source),
+          "model.knn_memory.layer={} needs a text corpus as data.source (read as contiguous "
+          "streams), not the synthetic task '{}'",
+          c.model.knn_memory.layer, c.data.source);
 }
 
 }  // namespace relpos

@@ -12,6 +12,7 @@
 #include "autograd/error.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/loss.h"
+#include "autograd/ops/shape.h"
 #include "autograd/tape.h"
 #include "autograd/threads.h"
 #include "optim/adam.h"
@@ -101,6 +102,8 @@ void load_parameters(const TransformerLM& model, const Checkpoint& ckpt,
 
 RunState build_run(const RunConfig& config) {
   validate(config);
+  validate_recurrence(config);
+  validate_knn_data(config);
   require_fits_in_memory(config);  // before the model or the data is allocated
   const Device device = train_device(config.train.device);
   if (config.train.threads > 0) set_num_threads(static_cast<int>(config.train.threads));
@@ -116,6 +119,8 @@ RunState build_run(const RunConfig& config) {
   DataConfig data = config.data;
   data.seed = mix64(config.train.seed, 2);
   data.masked_tokens = !config.model.causal;  // a bidirectional model sees the next token
+  // Each row continues its text: segment memory and the kNN memory hold earlier text.
+  data.stream_order = config.train.mem_len > 0 || config.model.knn_memory.enabled();
   run.data = make_source(data);
   run.knn_memory = KnnMemory(config.model.knn_memory.size);
   return run;
@@ -123,7 +128,30 @@ RunState build_run(const RunConfig& config) {
 
 namespace {
 
-// Parameters, optimizer state, data stream and counters of a checkpoint.
+// The segment memory saved in a checkpoint, checked against the run's shape and
+// trimmed to its train.mem_len; none when the run has no memory.
+std::vector<Tensor> memory_from(const RunState& run, const Checkpoint& ckpt,
+                                const std::filesystem::path& source) {
+  const RunConfig& c = run.config;
+  std::vector<Tensor> memory;
+  if (c.train.mem_len == 0 || ckpt.memory.empty()) return memory;
+  require(static_cast<std::int64_t>(ckpt.memory.size()) == c.model.n_layers,
+          "checkpoint {}: /memory holds {} layers, the model has {}", source.string(),
+          ckpt.memory.size(), c.model.n_layers);
+  for (std::int64_t l = 0; l < c.model.n_layers; ++l) {
+    const auto found = ckpt.memory.find(std::to_string(l));
+    require(found != ckpt.memory.end(), "checkpoint {}: no /memory/{}", source.string(), l);
+    const Tensor& m = found->second;
+    require(m.dim() == 3 && m.size(0) == c.data.batch_size && m.size(2) == c.model.d_model,
+            "checkpoint {}: /memory/{} is {}, expected (data.batch_size={}, M, model.d_model={})",
+            source.string(), l, m.describe(), c.data.batch_size, c.model.d_model);
+    const std::int64_t keep = std::min(m.size(1), c.train.mem_len);
+    memory.push_back(slice(m, 1, m.size(1) - keep, m.size(1)).contiguous().to(run.device));
+  }
+  return memory;
+}
+
+// Parameters, optimizer state, data stream, segment memory and counters of a checkpoint.
 void load_training_state(RunState& run, const Checkpoint& ckpt,
                          const std::filesystem::path& source) {
   load_parameters(*run.model, ckpt, source);
@@ -132,6 +160,7 @@ void load_training_state(RunState& run, const Checkpoint& ckpt,
   require(sampler != ckpt.rng_states.end(), "checkpoint {}: no '{}' state", source.string(),
           kSamplerKey);
   run.data->set_sampler_state(SamplerState::from_words(sampler->second));
+  run.memory = memory_from(run, ckpt, source);
   restore_knn_memory(run.knn_memory, ckpt, run.config, run.device, source);
   const auto halvings = ckpt.rng_states.find(kLrHalvingsKey);
   require(halvings == ckpt.rng_states.end() || halvings->second.size() == 1,
@@ -185,6 +214,8 @@ Checkpoint snapshot(const RunState& run) {
   c.tokens_seen = run.tokens_seen;
   c.config_yaml = to_yaml(run.config);
   c.rng_states[kSamplerKey] = run.data->sampler_state().to_words();
+  for (std::size_t l = 0; l < run.memory.size(); ++l)
+    c.memory[std::to_string(l)] = run.memory[l].clone();
   save_knn_memory(run.knn_memory, c);
   if (run.lr_halvings > 0)
     c.rng_states[kLrHalvingsKey] = {static_cast<std::uint64_t>(run.lr_halvings)};
@@ -249,6 +280,11 @@ TrainSummary train(RunState& run, RunStart start) {
         "data.batch_size: {} is not a multiple of the {} MPI ranks (each rank trains on "
         "batch_size / ranks rows of every batch)",
         c.data.batch_size, world);
+  if (world > 1 && c.train.mem_len > 0)
+    fail_everywhere(
+        "train.mem_len={}: segment-recurrent training runs in one process, not under mpirun "
+        "({} ranks); set train.mem_len: 0 or run without mpirun",
+        c.train.mem_len, world);
   if (world > 1 && c.model.knn_memory.enabled())
     fail_everywhere(
         "model.knn_memory.layer={}: training with a kNN memory runs in one process, not under "
@@ -390,10 +426,9 @@ TrainSummary train(RunState& run, RunStart start) {
       const Batch batch = run.data->next_train();  // the global batch, (B, L)
       Tensor loss;
       if (world == 1) {
-        const Tensor inputs = batch.inputs.to(run.device);
-        const Tensor logits = c.model.knn_memory.enabled()  // (B, L, V)
-                                  ? model.forward(inputs, 0, run.knn_memory)
-                                  : model.forward(inputs);
+        const Tensor logits =  // (B, L, V)
+            forward_segment(model, batch.inputs.to(run.device), run.memory, c.train.mem_len,
+                            c.model.knn_memory.enabled() ? &run.knn_memory : nullptr);
         loss = cross_entropy(logits, batch.targets.to(run.device), kIgnoreTarget);
       } else {
         // This rank's rows, (B/N, L): its summed loss over the global batch's scored

@@ -43,6 +43,9 @@ struct RunState {
   std::unique_ptr<DataSource> data;
   std::int64_t step = 0;
   std::int64_t tokens_seen = 0;
+  // train.mem_len > 0: each layer's segment memory (B, M, d_model), detached, that the
+  // next training batch attends to; saved in checkpoints. Empty before the first step.
+  std::vector<Tensor> memory;
   // model.knn_memory: the kNN layer's memory of earlier training batches, saved in
   // checkpoints (train/knn_state.h). Empty before the first step.
   KnnMemory knn_memory;

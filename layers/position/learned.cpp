@@ -51,6 +51,7 @@ const bool registered = register_position_scheme({
     },
     .test_variants = {{{"max_len", std::int64_t{16}}}},
     .size_keys = {{"max_len", std::int64_t{1} << 20}},
+    .absolute = true,
 });
 
 }  // namespace

@@ -60,6 +60,9 @@ struct PositionSchemeEntry {
   // Validation refuses larger values, and the memory estimate (train/memory_estimate.h)
   // counts each such key's value v as two tables of (2v + 1) rows of d_model per layer.
   std::vector<std::pair<std::string, std::int64_t>> size_keys{};
+  // Positions are absolute (a term added to the embeddings), not distances: segment
+  // memory (train.mem_len) cannot reuse cached hidden states under such a scheme.
+  bool absolute = false;
 };
 
 // Adds an entry; returns true so that a scheme file can register from a static initialiser:

@@ -38,6 +38,7 @@ const bool registered = register_position_scheme({
                 Rng&) -> std::unique_ptr<PositionScheme> {
       return std::make_unique<SinusoidalPosition>(dims.d_model);
     },
+    .absolute = true,
 });
 
 }  // namespace

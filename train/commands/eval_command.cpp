@@ -1,14 +1,18 @@
-// `relpos eval CHECKPOINT [--data SOURCE] [--lengths 128,256,...] [--batches N] [--json FILE]`
+// `relpos eval CHECKPOINT [--data SOURCE] [--lengths 128,256,...] [--mem-len 0,256,...]
+//  [--knn-size 0,512,...] [--batches N] [--json FILE]`
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "autograd/error.h"
+#include "layers/position/registry.h"
 #include "train/atomic_file.h"
 #include "train/commands/commands.h"
 #include "train/distributed.h"
 #include "train/evaluate.h"
+#include "train/evaluate_stream.h"
 #include "train/memory_estimate.h"
 #include "train/metrics.h"
 #include "train/trainer.h"
@@ -20,9 +24,55 @@ struct EvalOptions {
   std::string checkpoint;
   std::string data;
   std::vector<std::int64_t> lengths;
-  std::int64_t batches = 0;  // 0: the run's train.eval_batches
+  std::vector<std::int64_t> mem_lens;   // non-empty: segment-recurrent evaluation
+  std::vector<std::int64_t> knn_sizes;  // kNN memory sizes (implies streams, --mem-len 0)
+  std::int64_t batches = 0;             // 0: the run's train.eval_batches
   std::string json;
 };
+
+// --mem-len: the validation streams read segment by segment with memory; the table has
+// one row per (length, memory).
+nlohmann::json run_with_memory(const EvalOptions& o, RunState& state,
+                               const std::vector<std::int64_t>& lengths, std::int64_t batches) {
+  const RunConfig& c = state.config;
+  for (std::int64_t m : o.mem_lens)
+    require(m >= 0 && m <= (std::int64_t{1} << 20), "--mem-len: each must be in [0, 2^20], got {}",
+            m);
+  for (std::int64_t s : o.knn_sizes)
+    require(s >= 0 && s <= (std::int64_t{1} << 20), "--knn-size: each must be in [0, 2^20], got {}",
+            s);
+  require(o.knn_sizes.empty() || c.model.knn_memory.enabled(),
+          "--knn-size: the model has no kNN layer (model.knn_memory.layer: -1)");
+  const bool segment_memory =
+      std::any_of(o.mem_lens.begin(), o.mem_lens.end(), [](std::int64_t m) { return m > 0; });
+  require(!segment_memory || !find_position_scheme(c.model.position.scheme)->absolute,
+          "--mem-len: the model's position scheme '{}' is absolute; memory needs a relative one",
+          c.model.position.scheme);
+  require(c.model.causal, "--mem-len: the model is bidirectional (model.causal: false)");
+  const auto* corpus = dynamic_cast<const CorpusSource*>(state.data.get());
+  require(corpus != nullptr, "--mem-len: needs a text corpus as data source, not '{}'",
+          c.data.source);
+  const auto points = evaluate_streams(*state.model, corpus->corpus().validation, lengths,
+                                       o.mem_lens, c.data.batch_size, batches, o.knn_sizes);
+  std::cout << fmt::format("{} streams of the validation text, up to {} segments each\n",
+                           c.data.batch_size, batches);
+  std::cout << fmt::format("{:>8} {:>8} {:>8} {:>10} {:>12} {:>10} {:>10}\n", "length", "memory",
+                           "knn", "loss", "perplexity", "bits/byte", "tokens");
+  nlohmann::json results = nlohmann::json::array();
+  for (const StreamEvalPoint& p : points) {
+    std::cout << fmt::format("{:>8} {:>8} {:>8} {:>10.4f} {:>12.3f} {:>10.4f} {:>10}\n", p.length,
+                             p.mem_len, p.knn_size, p.loss, p.perplexity, p.bits_per_byte,
+                             p.tokens);
+    results.push_back({{"length", p.length},
+                       {"mem_len", p.mem_len},
+                       {"knn_size", p.knn_size},
+                       {"loss", p.loss},
+                       {"perplexity", p.perplexity},
+                       {"bits_per_byte", p.bits_per_byte},
+                       {"tokens", p.tokens}});
+  }
+  return results;
+}
 
 void run(const EvalOptions& o) {
   require_single_rank("relpos eval");
@@ -40,23 +90,29 @@ void run(const EvalOptions& o) {
   } catch (const UsageError& e) {
     fail("--lengths, --batches: {}", e.what());
   }
-  const auto points = evaluate(*state.model, *state.data, lengths, batches);
   std::cout << fmt::format("{} at step {} on {}\n", o.checkpoint, state.step,
                            state.data->describe());
-  std::cout << fmt::format("{:>8} {:>10} {:>12} {:>10} {:>10}\n", "length", "loss", "perplexity",
-                           "bits/byte", "tokens");
   nlohmann::json out = {{"checkpoint", o.checkpoint},
                         {"step", state.step},
                         {"data", state.data->describe()},
                         {"results", nlohmann::json::array()}};
-  for (const EvalPoint& p : points) {
-    std::cout << fmt::format("{:>8} {:>10.4f} {:>12.3f} {:>10.4f} {:>10}\n", p.length, p.loss,
-                             p.perplexity, p.bits_per_byte, p.tokens);
-    out["results"].push_back({{"length", p.length},
-                              {"loss", p.loss},
-                              {"perplexity", p.perplexity},
-                              {"bits_per_byte", p.bits_per_byte},
-                              {"tokens", p.tokens}});
+  if (!o.mem_lens.empty() || !o.knn_sizes.empty()) {
+    EvalOptions streams = o;
+    if (streams.mem_lens.empty()) streams.mem_lens = {0};
+    out["results"] = run_with_memory(streams, state, lengths, batches);
+  } else {
+    const auto points = evaluate(*state.model, *state.data, lengths, batches);
+    std::cout << fmt::format("{:>8} {:>10} {:>12} {:>10} {:>10}\n", "length", "loss", "perplexity",
+                             "bits/byte", "tokens");
+    for (const EvalPoint& p : points) {
+      std::cout << fmt::format("{:>8} {:>10.4f} {:>12.3f} {:>10.4f} {:>10}\n", p.length, p.loss,
+                               p.perplexity, p.bits_per_byte, p.tokens);
+      out["results"].push_back({{"length", p.length},
+                                {"loss", p.loss},
+                                {"perplexity", p.perplexity},
+                                {"bits_per_byte", p.bits_per_byte},
+                                {"tokens", p.tokens}});
+    }
   }
   const std::filesystem::path json =
       o.json.empty() ? std::filesystem::path(o.checkpoint).replace_extension(".eval.json")
@@ -75,8 +131,18 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--data", options->data, "data source (default: the run's)");
   cmd->add_option("--lengths", options->lengths, "evaluation lengths, e.g. 128,256,512")
       ->delimiter(',');
+  cmd->add_option("--mem-len", options->mem_lens,
+                  "memory lengths, e.g. 0,256,512: read the validation text as streams, segment "
+                  "by segment, each layer attending to that many earlier hidden states")
+      ->delimiter(',');
+  cmd->add_option("--knn-size", options->knn_sizes,
+                  "kNN memory sizes, e.g. 0,256,1024, for a model with a kNN layer: read the "
+                  "validation text as streams, the layer retrieving from that many earlier "
+                  "(key, value) pairs (0: none)")
+      ->delimiter(',');
   cmd->add_option("--batches", options->batches,
-                  "batches per length (default: train.eval_batches)");
+                  "batches per length; with --mem-len, segments per stream (default: "
+                  "train.eval_batches)");
   cmd->add_option("--json", options->json,
                   "where to write the JSON (default: CHECKPOINT.eval.json)");
   cmd->callback([options] { run(*options); });
