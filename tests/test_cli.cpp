@@ -220,6 +220,38 @@ TEST_CASE("cli: relpos positions prints each scheme's index with its keys as opt
   CHECK(box.run("positions --help").exit_code == 0);
 }
 
+TEST_CASE("cli: recurrent training, eval --mem-len, and their one-line errors",
+          "[cli][recurrence]") {
+  Sandbox box;
+  const auto tiny = box.write("tiny.yaml", kTiny);
+  const std::string out = (box.path() / "run").string();
+  Result r = box.run("train " + tiny.string() + " train.mem_len=16 train.out_dir=" + out);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::string ckpt = out + "/checkpoints/ckpt_00000002.h5";
+  r = box.run("eval " + ckpt + " --lengths 16 --mem-len 0,16,32 --batches 2");
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(r.out.find("memory") != std::string::npos);
+  const auto json = nlohmann::json::parse(slurp(out + "/checkpoints/ckpt_00000002.eval.json"));
+  REQUIRE(json["results"].size() == 3);
+  REQUIRE(json["results"][2]["mem_len"] == 32);
+  require_one_line_error(box.run("eval " + ckpt + " --mem-len=-1"), "--mem-len");
+  require_one_line_error(box.run("eval " + ckpt + " --data copy --mem-len 16"),
+                         "--mem-len: needs a text corpus");
+  const std::string absolute = (box.path() / "absolute").string();
+  require_one_line_error(box.run("train " + tiny.string() +
+                                 " train.mem_len=16 model.position.scheme=sinusoidal "
+                                 "train.out_dir=" +
+                                 absolute),
+                         "train.mem_len=16 needs a relative model.position.scheme");
+  REQUIRE_FALSE(fs::exists(absolute));
+  REQUIRE(
+      box.run("train " + tiny.string() + " model.position.scheme=learned train.out_dir=" + absolute)
+          .exit_code == 0);
+  require_one_line_error(box.run("eval " + absolute + "/checkpoints/ckpt_00000002.h5 --mem-len 16"),
+                         "absolute");
+}
+
 TEST_CASE("cli: a kNN memory run trains, evaluates by memory size, and refuses bad sizes",
           "[cli][knn]") {
   Sandbox box;

@@ -16,6 +16,7 @@
 #include "test_helpers.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
+#include "train/evaluate_stream.h"
 #include "train/trainer.h"
 
 using namespace relpos;
@@ -158,6 +159,35 @@ TEST_CASE("recurrence gradients: every table's equal those with earlier segments
       }
     }
   }
+}
+
+TEST_CASE("stream evaluation: memory covering the past scores like one long window",
+          "[recurrence][eval]") {
+  auto model = fp64_model("t5");
+  Rng rng(73);
+  // 2 streams of 12 scored tokens each: (25 - 1) / 2 = 12, 3 segments of 4.
+  const Tensor tokens = random_tokens(1, 25, rng);
+  const std::span<const std::int64_t> text(tokens.data<std::int64_t>(), 25);
+  const auto points = evaluate_streams(*model, text, {kSegment}, {0, 2 * kSegment}, 2, 10);
+  REQUIRE(points.size() == 2);
+  REQUIRE(points[1].tokens == 24);
+  REQUIRE(model->training());  // restored
+  // The reference: each stream as one window of 12 (memory 2L), or 3 windows of 4 (none).
+  NoGradGuard no_grad;
+  double long_total = 0.0, windows_total = 0.0;
+  for (std::int64_t row = 0; row < 2; ++row) {
+    const Tensor in = slice(tokens, 1, row * 12, row * 12 + 12).contiguous();
+    const Tensor out = slice(tokens, 1, row * 12 + 1, row * 12 + 13).contiguous();
+    long_total += cross_entropy(model->forward(in), out, kIgnoreTarget, Reduction::sum).item();
+    for (std::int64_t t = 0; t < kSegments; ++t)
+      windows_total += cross_entropy(model->forward(segment(in, t)), segment(out, t), kIgnoreTarget,
+                                     Reduction::sum)
+                           .item();
+  }
+  REQUIRE(points[0].loss == Approx(windows_total / 24).epsilon(1e-12));
+  REQUIRE(points[1].loss == Approx(long_total / 24).epsilon(1e-12));
+  REQUIRE(points[0].loss != Approx(points[1].loss).epsilon(1e-6));
+  REQUIRE_THROWS_AS(evaluate_streams(*model, text, {13}, {0}, 2, 1), UsageError);
 }
 
 namespace {

@@ -7,6 +7,9 @@ Usage (Debian: apt-get install python3-matplotlib):
         -> DIR/train_loss, DIR/val_loss and DIR/extrapolation, each .png and .svg
     tools/plot.py positions CSV OUT.png [--title TEXT]
         a `relpos positions --csv` matrix -> a heatmap, OUT.png and OUT.svg
+    tools/plot.py memory OUT.png LABEL=EVAL.json ... [--title TEXT]
+        `relpos eval --mem-len` JSON files -> loss against memory length, one line per
+        file and segment length, OUT.png and OUT.svg
     tools/plot.py knn-memory CSV OUT.png [--title TEXT]
         rows model,memory_size,loss (bench/knn_memory.py) -> evaluation loss against the kNN
         memory size S, one line per model; memory_size 0 (no memory) as a horizontal line
@@ -282,6 +285,51 @@ def plot_positions(csv_path, out, title):
         plt.close(fig)
 
 
+def read_memory_points(spec):
+    """LABEL=FILE -> (label, {segment length: [(mem_len, loss)] sorted})."""
+    label, sep, path = spec.partition("=")
+    if not sep or not label or not path:
+        raise UsageError(f"'{spec}': expected LABEL=EVAL.json")
+    try:
+        with open(path) as f:
+            results = json.load(f)["results"]
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read it: {e.strerror}") from None
+    except (ValueError, KeyError, TypeError):
+        raise UsageError(f"{path}: not the JSON of relpos eval (no 'results' list)") from None
+    curves = {}
+    for n, r in enumerate(results):
+        if not isinstance(r, dict) or "mem_len" not in r:
+            raise UsageError(f"{path}: results[{n}] has no mem_len (run relpos eval --mem-len)")
+        curves.setdefault(int(r["length"]), []).append(
+            (int(r["mem_len"]), number(str(r["loss"]), f"{path}: results[{n}].loss")))
+    return label, {length: sorted(points) for length, points in curves.items()}
+
+
+def plot_memory(out, specs, title):
+    if out.suffix != ".png":
+        raise UsageError(f"{out}: expected a file name ending in .png (the .svg goes beside it)")
+    series = [read_memory_points(spec) for spec in specs]
+    plt = import_pyplot()
+    fig, ax = plt.subplots(figsize=(7.5, 4.2), layout="constrained")
+    try:
+        for s, (label, curves) in enumerate(series):
+            for repeat, (length, points) in enumerate(sorted(curves.items())):
+                ax.plot([p[0] for p in points], [p[1] for p in points],
+                        label=f"{label}, segment {length}", color=f"C{s % 10}",
+                        marker=MARKERS[s % len(MARKERS)],
+                        linestyle=LINESTYLES[repeat % len(LINESTYLES)], linewidth=1.4,
+                        markerfacecolor="none", markeredgewidth=1.3)
+        ax.set_title(title or "Validation loss against memory length", fontsize=10)
+        ax.set_xlabel("memory length (cached hidden states per layer)")
+        ax.set_ylabel("loss (nats/token)")
+        ax.grid(True, which="major", alpha=0.3)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
+        save(fig, out.with_suffix(""))
+    finally:
+        plt.close(fig)
+
+
 def read_knn_rows(path):
     """model -> {memory size: loss} from a CSV with the header model,memory_size,loss."""
     rows = read_csv_rows(path)
@@ -341,6 +389,10 @@ def main():
     positions.add_argument("csv", type=Path)
     positions.add_argument("out", type=Path, help="OUT.png (OUT.svg is written beside it)")
     positions.add_argument("--title", default="")
+    memory = commands.add_parser("memory", help="loss against memory length (eval --mem-len)")
+    memory.add_argument("out", type=Path, help="OUT.png (OUT.svg is written beside it)")
+    memory.add_argument("evals", nargs="+", help="LABEL=EVAL.json, one per model")
+    memory.add_argument("--title", default="")
     knn = commands.add_parser("knn-memory", help="loss against the kNN memory size")
     knn.add_argument("csv", type=Path)
     knn.add_argument("out", type=Path, help="OUT.png (OUT.svg is written beside it)")
@@ -349,6 +401,8 @@ def main():
     try:
         if args.command == "ablation":
             plot_ablation(args.dir)
+        elif args.command == "memory":
+            plot_memory(args.out, args.evals, args.title)
         elif args.command == "knn-memory":
             plot_knn_memory(args.csv, args.out, args.title)
         else:

@@ -60,7 +60,8 @@ struct RunState {
 RunState build_run(const RunConfig& config);
 // Builds the run a checkpoint was saved from (its config, optionally with the data
 // source replaced) and loads its parameters: for eval, sample and inspect. It runs
-// on the CPU whatever train.device the run used.
+// on the CPU whatever train.device the run used, and reads no training stream
+// (train.mem_len 0: `relpos eval --mem-len` gives the memory).
 RunState load_run_for_inference(const std::filesystem::path& checkpoint,
                                 const std::string& data_source = "");
 // Restores parameters, optimizer state, data stream and counters from a
