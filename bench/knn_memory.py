@@ -56,7 +56,7 @@ def main():
     plain = train(args, args.out / "plain", ["model.knn_memory.layer=-1"])
     rows = [(f"kNN layer, trained with S={args.train_size}", p["knn_size"], p["loss"])
             for p in evaluate(args, knn, ["--knn-size", args.sizes])]
-    rows += [("no kNN layer", 0, p["loss"]) for p in evaluate(args, plain, [])]
+    rows += [("no kNN layer (random windows)", 0, p["loss"]) for p in evaluate(args, plain, [])]
 
     table = args.out / "knn_memory.csv"
     with open(table, "w", newline="") as f:
