@@ -68,7 +68,8 @@ class TransformerLM : public Module {
                  std::int64_t mem_len = 0) const;
   // Like forward(tokens, start), with the kNN layer (model.knn_memory) retrieving from
   // `knn` and then appending this segment's keys and values to it. Without a kNN
-  // layer, `knn` is unused; the other forwards leave the kNN layer its local attention.
+  // layer, `knn` is unused. With segment memory, DecodeState::knn plays this part;
+  // the KV-cache path and forward(tokens, start) leave the kNN layer its local attention.
   Tensor forward(const Tensor& tokens, std::int64_t start, KnnMemory& knn) const;
 
   const ModelConfig& config() const { return config_; }
