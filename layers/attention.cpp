@@ -7,7 +7,7 @@ namespace relpos {
 
 MultiHeadAttention::MultiHeadAttention(const ModelDims& dims, std::int64_t layer,
                                        const PositionScheme& scheme, AttentionPath path, Rng& rng,
-                                       const AttentionChunk* chunk)
+                                       const AttentionChunk* chunk, std::int64_t knn_top_k)
     : dims_(dims), layer_(layer), scheme_(scheme), path_(path), chunk_(chunk) {
   require(dims.n_heads > 0 && dims.d_model % dims.n_heads == 0,
           "model.d_model={} must be divisible by model.n_heads={}", dims.d_model, dims.n_heads);
@@ -15,6 +15,8 @@ MultiHeadAttention::MultiHeadAttention(const ModelDims& dims, std::int64_t layer
   k_ = &register_module("k", std::make_unique<Linear>(dims.d_model, dims.d_model, false, rng));
   v_ = &register_module("v", std::make_unique<Linear>(dims.d_model, dims.d_model, false, rng));
   o_ = &register_module("o", std::make_unique<Linear>(dims.d_model, dims.d_model, false, rng));
+  if (knn_top_k > 0)
+    knn_ = &register_module("knn", std::make_unique<KnnRetrieval>(dims.n_heads, knn_top_k));
 }
 
 Tensor MultiHeadAttention::split_heads(const Tensor& x) const {
@@ -22,15 +24,18 @@ Tensor MultiHeadAttention::split_heads(const Tensor& x) const {
 }
 
 Tensor MultiHeadAttention::forward(const Tensor& x, std::int64_t start, const Tensor& memory,
-                                   KvCache* cache) const {
+                                   KvCache* cache, KnnMemory* knn) const {
   const std::int64_t batch = x.size(0), len = x.size(1);
   const std::int64_t mem_len = memory.defined() ? memory.size(1) : 0;
   require(start >= mem_len, "attention: {} memory positions before position {}", mem_len, start);
   // Keys and values come from the memory (detached) followed by x.
   Tensor kv_input = mem_len > 0 ? concat({memory.detach(), x}, 1) : x;  // (B, M+L, d)
-  Tensor q = scheme_.rotate(split_heads(q_->forward(x)), start);        // (B, H, L, D)
-  Tensor k = scheme_.rotate(split_heads(k_->forward(kv_input)), start - mem_len);
+  const Tensor q_content = split_heads(q_->forward(x));                 // (B, H, L, D)
+  const Tensor k_content = split_heads(k_->forward(kv_input));          // (B, H, M+L, D)
+  Tensor q = scheme_.rotate(q_content, start);
+  Tensor k = scheme_.rotate(k_content, start - mem_len);
   Tensor v = split_heads(v_->forward(kv_input));  // (B, H, M+L, D)
+  require(!(cache && knn), "attention: use either a KV cache or a kNN memory, not both");
   if (cache) {
     require(mem_len == 0, "attention: use either a KV cache or segment memory, not both");
     require(cache->length() == start, "attention: KV cache holds {} positions, expected {}",
@@ -47,8 +52,20 @@ Tensor MultiHeadAttention::forward(const Tensor& x, std::int64_t start, const Te
   chunk.key_origin = start - (k_len - len);  // the cache or memory keys come first
   Tensor out =
       scaled_attention(q, k, v, scheme_.terms(layer_, len, k_len), dims_.causal, path_, chunk);
+  if (knn_ && knn) out = knn_mix(q_content, k_content, v, out, mem_len, *knn);
   out = reshape(permute(out, {0, 2, 1, 3}), {batch, len, dims_.d_model});  // (B, L, d)
   return o_->forward(out);
+}
+
+// The kNN layer: the memory is retrieved from without position terms (content
+// queries and keys), then extended with this segment's keys and values.
+Tensor MultiHeadAttention::knn_mix(const Tensor& q_content, const Tensor& k_content,
+                                   const Tensor& v, const Tensor& local, std::int64_t mem_len,
+                                   KnnMemory& knn) const {
+  Tensor out = knn_->mix(q_content, local, knn);  // (B, H, L, D)
+  const std::int64_t end = k_content.size(2);
+  knn.append(slice(k_content, 2, mem_len, end), slice(v, 2, mem_len, end));
+  return out;
 }
 
 }  // namespace relpos

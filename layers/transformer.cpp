@@ -18,8 +18,10 @@ Block::Block(const ModelConfig& config, std::int64_t layer, const PositionScheme
     : config_(config) {
   const ModelDims dims = model_dims(config);
   norm1_ = &register_module("norm1", std::make_unique<Norm>(config.norm, config.d_model));
+  const std::int64_t knn_top_k = layer == config.knn_memory.layer ? config.knn_memory.top_k : 0;
   attn_ = &register_module("attn", std::make_unique<MultiHeadAttention>(
-                                       dims, layer, scheme, config.attention_path, rng, chunk));
+                                       dims, layer, scheme, config.attention_path, rng, chunk,
+                                       knn_top_k));
   norm2_ = &register_module("norm2", std::make_unique<Norm>(config.norm, config.d_model));
   fc1_ =
       &register_module("mlp.fc1", std::make_unique<Linear>(config.d_model, config.d_ff, true, rng));
@@ -28,11 +30,11 @@ Block::Block(const ModelConfig& config, std::int64_t layer, const PositionScheme
 }
 
 Tensor Block::forward(const Tensor& x, std::int64_t start, const Tensor& memory, KvCache* cache,
-                      std::uint64_t dropout_seed, Tensor* attention_input) const {
+                      std::uint64_t dropout_seed, Tensor* attention_input, KnnMemory* knn) const {
   const double p = config_.dropout;
   Tensor h = norm1_->forward(x);  // (B, L, d)
   if (attention_input) *attention_input = h.detach();
-  Tensor a = attn_->forward(h, start, memory, cache);
+  Tensor a = attn_->forward(h, start, memory, cache, knn);
   Tensor y = add(x, dropout(a, p, mix64(dropout_seed, 0), 0, training()));
   Tensor m = fc2_->forward(fc1_->forward(norm2_->forward(y), Activation::gelu_tanh));  // (B, L, d)
   return add(y, dropout(m, p, mix64(dropout_seed, 1), 0, training()));
@@ -74,7 +76,8 @@ void TransformerLM::set_attention_chunk_size(std::int64_t size) {
 }
 
 Tensor TransformerLM::run(const Tensor& tokens, std::int64_t start, std::vector<Tensor>* memory,
-                          std::vector<KvCache>* caches, std::int64_t mem_len) const {
+                          std::vector<KvCache>* caches, std::int64_t mem_len,
+                          KnnMemory* knn) const {
   require(tokens.dim() == 2 && tokens.dtype() == DType::i64,
           "model: tokens must be an i64 (B, L) tensor, got {}", tokens.describe());
   Tensor x = position_->embed(embed_->forward(tokens), start);  // (B, L, d)
@@ -83,7 +86,9 @@ Tensor TransformerLM::run(const Tensor& tokens, std::int64_t start, std::vector<
     Tensor mem = memory && !memory->empty() ? (*memory)[l] : Tensor();
     KvCache* cache = caches ? &(*caches)[l] : nullptr;
     Tensor attention_input;
-    x = blocks_[l]->forward(x, start, mem, cache, seed, memory ? &attention_input : nullptr);
+    KnnMemory* block_knn = static_cast<std::int64_t>(l) == config_.knn_memory.layer ? knn : nullptr;
+    x = blocks_[l]->forward(x, start, mem, cache, seed, memory ? &attention_input : nullptr,
+                            block_knn);
     if (memory) {
       // The new memory: the last mem_len attention inputs, without gradient.
       Tensor all = mem.defined() ? concat({mem, attention_input}, 1) : attention_input;
@@ -101,6 +106,10 @@ Tensor TransformerLM::forward(const Tensor& tokens, std::int64_t start) const {
   return run(tokens, start, nullptr, nullptr, 0);
 }
 
+Tensor TransformerLM::forward(const Tensor& tokens, std::int64_t start, KnnMemory& knn) const {
+  return run(tokens, start, nullptr, nullptr, 0, &knn);
+}
+
 Tensor TransformerLM::forward(const Tensor& tokens, DecodeState& state, bool use_cache,
                               std::int64_t mem_len) const {
   Tensor logits;
@@ -109,16 +118,17 @@ Tensor TransformerLM::forward(const Tensor& tokens, DecodeState& state, bool use
     logits = run(tokens, state.position, nullptr, &state.caches, 0);
   } else {
     require(mem_len > 0, "model: segment memory needs mem_len > 0");
-    logits = run(tokens, state.position, &state.memory, nullptr, mem_len);
+    logits = run(tokens, state.position, &state.memory, nullptr, mem_len, state.knn);
   }
   state.position += tokens.size(1);
   return logits;
 }
 
 Tensor forward_segment(const TransformerLM& model, const Tensor& tokens,
-                       std::vector<Tensor>& memory, std::int64_t mem_len) {
-  if (mem_len == 0) return model.forward(tokens);
+                       std::vector<Tensor>& memory, std::int64_t mem_len, KnnMemory* knn) {
+  if (mem_len == 0) return knn ? model.forward(tokens, 0, *knn) : model.forward(tokens);
   DecodeState state;
+  state.knn = knn;
   state.memory = std::move(memory);
   state.position = state.memory.empty() ? 0 : state.memory.front().size(1);
   Tensor logits = model.forward(tokens, state, false, mem_len);

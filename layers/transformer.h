@@ -32,6 +32,7 @@ struct ModelConfig {
   PositionConfig position;
   AttentionPath attention_path = AttentionPath::flash;
   AttentionChunkConfig attention_chunk;
+  KnnMemoryConfig knn_memory;  // off unless knn_memory.layer >= 0
 };
 
 // The dimensions a position scheme and the attention see.
@@ -42,6 +43,7 @@ struct DecodeState {
   std::vector<KvCache> caches;
   std::vector<Tensor> memory;  // per layer (B, M, d_model), detached
   std::int64_t position = 0;   // absolute position of the next token
+  KnnMemory* knn = nullptr;    // with segment memory: the kNN layer's memory, if any
 };
 
 class Block : public Module {
@@ -49,8 +51,10 @@ class Block : public Module {
   Block(const ModelConfig& config, std::int64_t layer, const PositionScheme& scheme, Rng& rng,
         const AttentionChunk* chunk = nullptr);
   // x (B, L, d). `attention_input`, if given, receives norm1(x) (the next memory).
+  // `knn`: the kNN memory, for the kNN layer's block.
   Tensor forward(const Tensor& x, std::int64_t start, const Tensor& memory, KvCache* cache,
-                 std::uint64_t dropout_seed, Tensor* attention_input = nullptr) const;
+                 std::uint64_t dropout_seed, Tensor* attention_input = nullptr,
+                 KnnMemory* knn = nullptr) const;
 
  private:
   const ModelConfig& config_;
@@ -71,6 +75,11 @@ class TransformerLM : public Module {
   // else segment memory of up to mem_len positions per layer (Transformer-XL).
   Tensor forward(const Tensor& tokens, DecodeState& state, bool use_cache,
                  std::int64_t mem_len = 0) const;
+  // Like forward(tokens, start), with the kNN layer (model.knn_memory) retrieving from
+  // `knn` and then appending this segment's keys and values to it. Without a kNN
+  // layer, `knn` is unused. With segment memory, DecodeState::knn plays this part;
+  // the KV-cache path and forward(tokens, start) leave the kNN layer its local attention.
+  Tensor forward(const Tensor& tokens, std::int64_t start, KnnMemory& knn) const;
 
   const ModelConfig& config() const { return config_; }
   const PositionScheme& position() const { return *position_; }
@@ -87,7 +96,7 @@ class TransformerLM : public Module {
 
  private:
   Tensor run(const Tensor& tokens, std::int64_t start, std::vector<Tensor>* memory,
-             std::vector<KvCache>* caches, std::int64_t mem_len) const;
+             std::vector<KvCache>* caches, std::int64_t mem_len, KnnMemory* knn = nullptr) const;
 
   ModelConfig config_;
   std::unique_ptr<AttentionChunk> chunk_;  // read by every attention layer at each call
@@ -103,8 +112,9 @@ class TransformerLM : public Module {
 // per-layer `memory` (B, M, d_model each, M <= mem_len; empty before the first
 // segment), which is replaced by the last mem_len hidden states, detached. Positions
 // count from the oldest memory entry: every scheme it is used with reads distances
-// only. mem_len 0: a plain forward, memory left empty. -> logits (B, L, V).
+// only. mem_len 0: a plain forward, memory left empty. `knn`, if given, is the kNN
+// layer's memory (model.knn_memory), retrieved from and extended. -> logits (B, L, V).
 Tensor forward_segment(const TransformerLM& model, const Tensor& tokens,
-                       std::vector<Tensor>& memory, std::int64_t mem_len);
+                       std::vector<Tensor>& memory, std::int64_t mem_len, KnnMemory* knn = nullptr);
 
 }  // namespace relpos

@@ -272,3 +272,36 @@ TEST_CASE("cli: recurrent training, eval --mem-len, and their one-line errors",
   require_one_line_error(box.run("eval " + absolute + "/checkpoints/ckpt_00000002.h5 --mem-len 16"),
                          "absolute");
 }
+
+TEST_CASE("cli: a kNN memory run trains, evaluates by memory size, and refuses bad sizes",
+          "[cli][knn]") {
+  Sandbox box;
+  const auto tiny = box.write("tiny.yaml", kTiny);
+  const std::string knn =
+      " model.position.scheme=t5 model.knn_memory.layer=0 "
+      "model.knn_memory.size=32 model.knn_memory.top_k=4";
+  require_one_line_error(box.run("train " + tiny.string() + knn + " model.knn_memory.top_k=33"),
+                         "model.knn_memory.top_k=33 must be <= model.knn_memory.size=32");
+  require_one_line_error(box.run("train " + tiny.string() + knn + " data.source=copy"),
+                         "model.knn_memory.layer=0 needs a text corpus");
+  const std::string out = (box.path() / "knn").string();
+  Result r = box.run("train " + tiny.string() + knn + " train.out_dir=" + out);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(r.out.find("read as contiguous streams") != std::string::npos);
+  const std::string ckpt = out + "/checkpoints/ckpt_00000002.h5";
+  const std::string json = (box.path() / "knn.json").string();
+  r = box.run("eval " + ckpt + " --knn-size 0,32 --batches 3 --json " + json);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto results = nlohmann::json::parse(slurp(json))["results"];
+  REQUIRE(results.size() == 2);
+  REQUIRE(results[0]["knn_size"] == 0);
+  REQUIRE(results[1]["knn_size"] == 32);
+  REQUIRE(results[0]["loss"] != results[1]["loss"]);  // the memory is used
+  require_one_line_error(box.run("eval " + ckpt + " --knn-size -1"), "--knn-size");
+  const std::string plain = (box.path() / "plain").string();
+  REQUIRE(box.run("train " + tiny.string() + " train.out_dir=" + plain).exit_code == 0);
+  require_one_line_error(box.run("eval " + plain + "/checkpoints/ckpt_00000002.h5 --knn-size 8"),
+                         "--knn-size: the model has no kNN layer");
+}

@@ -51,6 +51,9 @@ void require_same(const RunConfig& a, const RunConfig& b) {
   CHECK(ma.attention_chunk.size == mb.attention_chunk.size);
   CHECK(ma.attention_chunk.left_chunks == mb.attention_chunk.left_chunks);
   CHECK(ma.attention_chunk.dynamic == mb.attention_chunk.dynamic);
+  CHECK(ma.knn_memory.layer == mb.knn_memory.layer);
+  CHECK(ma.knn_memory.size == mb.knn_memory.size);
+  CHECK(ma.knn_memory.top_k == mb.knn_memory.top_k);
   const PositionConfig &pa = ma.position, &pb = mb.position;
   CHECK(pa.scheme == pb.scheme);
   for (const PositionKey& k : position_keys()) {
@@ -98,7 +101,7 @@ void require_same(const RunConfig& a, const RunConfig& b) {
 }
 
 // require_same compares this many keys; a new key must be added there too.
-constexpr std::size_t kComparedKeys = 66;
+constexpr std::size_t kComparedKeys = 69;
 
 // Every key set to a value other than its default (and valid together).
 const char* const kEveryKeyYaml = R"(model:
@@ -132,6 +135,10 @@ const char* const kEveryKeyYaml = R"(model:
     per_layer_uv: true
     rope_base: 500000
     randomized_max_len: 96
+  knn_memory:
+    layer: 2
+    size: 96
+    top_k: 8
 data:
   source: offset_lookup
   seq_len: 64
@@ -191,7 +198,8 @@ RunConfig every_key_expected() {
              false,
              {},
              AttentionPath::composed,
-             {8, 2, true}};
+             {8, 2, true},
+             {2, 96, 8}};
   PositionConfig& p = c.model.position;
   p.scheme = "shaw";
   p.set("max_len", std::int64_t{4096});
@@ -611,6 +619,12 @@ TEST_CASE("config: validation errors name the keys and values", "[config]") {
       {{"data.source=offset_lookup", "data.task.max_items=4"}, {"apply to copy and reverse only"}},
       {{"data.source=copy", "data.task.max_items=4", "model.causal=false"},
        {"data.task.max_items=4", "needs model.causal=true"}},
+      {{"model.knn_memory.layer=2"}, {"model.knn_memory.layer", "[0, 2), got 2"}},
+      {{"model.knn_memory.layer=-2"}, {"model.knn_memory.layer", "got -2"}},
+      {{"model.knn_memory.size=0"}, {"model.knn_memory.size must be >= 1, got 0"}},
+      {{"model.knn_memory.top_k=-1"}, {"model.knn_memory.top_k must be >= 1, got -1"}},
+      {{"model.knn_memory.size=16", "model.knn_memory.top_k=17"},
+       {"model.knn_memory.top_k=17 must be <= model.knn_memory.size=16"}},
   };
   for (const Case& c : cases) {
     INFO(c.overrides.front());

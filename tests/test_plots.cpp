@@ -228,6 +228,36 @@ TEST_CASE("plot.py: bad input is one line on stderr and exit code 2", "[plot]") 
   box.write("grid.csv", "query,k0,k1\n0,1\n");
   require_error("positions " + dir + "/grid.csv " + dir + "/grid.png", "grid.csv:2: 2 cells");
   require_error("positions " + dir + "/grid.csv " + dir + "/grid.pdf", "ending in .png");
+  box.write("knn.csv", "model,size,loss\n");
+  require_error("knn-memory " + dir + "/knn.csv " + dir + "/knn.png", "'model,memory_size,loss'");
+  box.write("knn.csv", "model,memory_size,loss\nknn,-4,2.0\n");
+  require_error("knn-memory " + dir + "/knn.csv " + dir + "/knn.png",
+                "knn.csv:2: memory_size must be a whole number >= 0, got -4");
+  box.write("knn.csv", "model,memory_size,loss\nknn,64,two\n");
+  require_error("knn-memory " + dir + "/knn.csv " + dir + "/knn.png",
+                "knn.csv:2: loss: expected a number, got 'two'");
+  require_no_tmp_files(box.path());
+}
+
+TEST_CASE("plot.py draws loss against the kNN memory size", "[plot]") {
+  if (!has_matplotlib()) {
+    WARN("SKIPPED: matplotlib is not installed for /usr/bin/python3 (python3-matplotlib)");
+    return;
+  }
+  TempDir box("plot_knn");
+  box.write("knn.csv",
+            "model,memory_size,loss\ntrained S=256,0,2.1\ntrained S=256,64,2.0\n"
+            "trained S=256,256,1.9\nno kNN layer,0,2.05\n");
+  const Result r = run(box, kPlot + " knn-memory " + (box.path() / "knn.csv").string() + " " +
+                                (box.path() / "knn.png").string() + " --title 'kNN memory'");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  require_figure(box.path() / "knn");
+  const std::string svg = slurp(box.path() / "knn.svg");
+  for (const char* text : {"kNN memory", "trained S=256", "no kNN layer: no memory"}) {
+    INFO(text);
+    REQUIRE(contains(svg, text));
+  }
   require_no_tmp_files(box.path());
 }
 

@@ -62,6 +62,10 @@ def main():
             print("optim:")
             for parts, dataset in tensors_under(f["optim"]):
                 print("  " + describe(".".join(parts[:-1]) + "/" + parts[-1], dataset))
+        if "knn_memory" in f:  # a run with model.knn_memory (docs/knn-memory.md)
+            print("knn_memory:")
+            for parts, dataset in tensors_under(f["knn_memory"]):
+                print("  " + describe("/".join(parts), dataset))
     return 0
 
 

@@ -12,6 +12,9 @@ Usage (Debian: apt-get install python3-matplotlib):
     tools/plot.py memory OUT.png LABEL=EVAL.json ... [--title TEXT]
         `relpos eval --mem-len` JSON files -> loss against memory length, one line per
         file and segment length, OUT.png and OUT.svg
+    tools/plot.py knn-memory CSV OUT.png [--title TEXT]
+        rows model,memory_size,loss (bench/knn_memory.py) -> evaluation loss against the kNN
+        memory size S, one line per model; memory_size 0 (no memory) as a horizontal line
 
 One panel per data set; each scheme keeps its colour and marker in every panel.
 Bad input: one line on stderr, exit 2. matplotlib missing: exit 3. Every file is
@@ -378,6 +381,56 @@ def plot_memory(out, specs, title):
         plt.close(fig)
 
 
+def read_knn_rows(path):
+    """model -> {memory size: loss} from a CSV with the header model,memory_size,loss."""
+    rows = read_csv_rows(path)
+    if not rows or rows[0] != ["model", "memory_size", "loss"]:
+        raise UsageError(f"{path}: expected a header 'model,memory_size,loss'")
+    series = {}
+    for n, row in enumerate(rows[1:], start=2):
+        if len(row) != 3:
+            raise UsageError(f"{path}:{n}: {len(row)} cells, the header has 3")
+        size = number(row[1], f"{path}:{n}: memory_size")
+        if size < 0 or size != int(size):
+            raise UsageError(f"{path}:{n}: memory_size must be a whole number >= 0, got {row[1]}")
+        series.setdefault(row[0], {})[int(size)] = number(row[2], f"{path}:{n}: loss")
+    if not series:
+        raise UsageError(f"{path}: no rows")
+    return series
+
+
+def plot_knn_memory(csv_path, out, title):
+    if out.suffix != ".png":
+        raise UsageError(f"{out}: expected a file name ending in .png (the .svg goes beside it)")
+    series = read_knn_rows(csv_path)
+    plt = import_pyplot()
+    fig, ax = plt.subplots(figsize=(8, 4.2), layout="constrained")
+    try:
+        sizes = set()
+        for n, (model, points) in enumerate(series.items()):
+            style = dict(color=f"C{n % 10}", marker=MARKERS[n % len(MARKERS)], linewidth=1.4,
+                         markerfacecolor="none", markeredgewidth=1.3, markersize=7)
+            curve = sorted((s, loss) for s, loss in points.items() if s > 0)
+            sizes.update(s for s, _ in curve)
+            if curve:
+                ax.plot([s for s, _ in curve], [loss for _, loss in curve], label=model, **style)
+            if 0 in points:
+                ax.axhline(points[0], color=style["color"], linestyle="--", linewidth=1.0,
+                           label=f"{model}: no memory")
+        if sizes:
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(sorted(sizes), [str(s) for s in sorted(sizes)])
+            ax.minorticks_off()
+        ax.set_title(title or csv_path.name, fontsize=10)
+        ax.set_xlabel("kNN memory size S (pairs per stream, log scale)")
+        ax.set_ylabel("evaluation loss (nats/byte)")
+        ax.grid(True, which="major", alpha=0.3)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
+        save(fig, out.with_suffix(""))
+    finally:
+        plt.close(fig)
+
+
 def main():
     parser = Parser(description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -391,12 +444,18 @@ def main():
     memory.add_argument("out", type=Path, help="OUT.png (OUT.svg is written beside it)")
     memory.add_argument("evals", nargs="+", help="LABEL=EVAL.json, one per model")
     memory.add_argument("--title", default="")
+    knn = commands.add_parser("knn-memory", help="loss against the kNN memory size")
+    knn.add_argument("csv", type=Path)
+    knn.add_argument("out", type=Path, help="OUT.png (OUT.svg is written beside it)")
+    knn.add_argument("--title", default="")
     args = parser.parse_args()
     try:
         if args.command == "ablation":
             plot_ablation(args.dir)
         elif args.command == "memory":
             plot_memory(args.out, args.evals, args.title)
+        elif args.command == "knn-memory":
+            plot_knn_memory(args.csv, args.out, args.title)
         else:
             plot_positions(args.csv, args.out, args.title)
     except UsageError as e:

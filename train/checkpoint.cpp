@@ -237,6 +237,11 @@ void write_contents(const H5::H5File& h5, const Checkpoint& checkpoint) {
     for (const auto& [layer, tensor] : checkpoint.memory)
       write_tensor(memory, {layer}, layer, tensor);
   }
+  if (!checkpoint.knn_memory.empty()) {
+    const H5::Group knn = h5.createGroup("knn_memory");
+    for (const auto& [name, tensor] : checkpoint.knn_memory)
+      write_tensor(knn, {name}, "knn_memory/" + name, tensor);
+  }
 
   const H5::Group state = h5.createGroup("state");
   write_int_attribute(state, kStepAttribute, checkpoint.step);
@@ -491,6 +496,9 @@ Checkpoint read_contents(const H5::H5File& h5, WalkLimits& limits,
   const std::vector<DeclaredDataset> memory = has_group(h5, "memory")
                                                   ? declare_group(h5.openGroup("memory"), limits)
                                                   : std::vector<DeclaredDataset>{};
+  const std::vector<DeclaredDataset> knn_memory =
+      has_group(h5, "knn_memory") ? declare_group(h5.openGroup("knn_memory"), limits)
+                                  : std::vector<DeclaredDataset>{};
   if (check_shapes) {
     std::map<std::string, Shape> shapes;
     for (const DeclaredDataset& p : params) shapes.emplace(join(p.path, '.'), p.shape);
@@ -508,6 +516,8 @@ Checkpoint read_contents(const H5::H5File& h5, WalkLimits& limits,
   }
   for (const DeclaredDataset& m : memory)
     checkpoint.memory.emplace(join(m.path, '.'), read_tensor(m, file));
+  for (const DeclaredDataset& k : knn_memory)
+    checkpoint.knn_memory.emplace(join(k.path, '/'), read_tensor(k, file));
   return checkpoint;
 }
 

@@ -26,6 +26,9 @@ struct Checkpoint {
   // Segment memory of a recurrent run (train.mem_len > 0), keyed by layer index ("0",
   // "1", ...): (B, M, d_model) each. Absent from runs without memory.
   std::map<std::string, Tensor> memory;
+  // The kNN memory (model.knn_memory, train/knn_state.h): "keys", "values" (B, H, M, D)
+  // and "valid_from" i64 (B). Empty (no /knn_memory group) when the memory is.
+  std::map<std::string, Tensor> knn_memory;
   std::int64_t format_version = kCheckpointFormatVersion;
 };
 

@@ -84,6 +84,9 @@ void validate(const RunConfig& config);
 // Checked when a run is built (build_run), not by validate: a config file may set these
 // keys for a run without memory.
 void validate_recurrence(const RunConfig& config);
+// model.knn_memory reads the data as contiguous streams: a text corpus, not a task.
+// Checked by build_run, like validate_recurrence.
+void validate_knn_data(const RunConfig& config);
 
 // One key of the schema, as docs/config.md documents it.
 struct ConfigKeyInfo {

@@ -71,6 +71,19 @@ std::vector<ConfigKey> model_keys() {
        "dynamic chunk training: each batch draws its chunk size uniformly from 1 to "
        "model.attention_chunk.size; evaluation uses model.attention_chunk.size",
        [](RunConfig& c) -> F { return &c.model.attention_chunk.dynamic; }},
+      {"model.knn_memory.layer",
+       {},
+       "the block whose attention also retrieves from a kNN memory (docs/knn-memory.md), in "
+       "[0, model.n_layers); -1: no kNN memory",
+       [](RunConfig& c) -> F { return &c.model.knn_memory.layer; }},
+      {"model.knn_memory.size",
+       {},
+       "S: (key, value) pairs of earlier segments the kNN memory keeps per batch row",
+       [](RunConfig& c) -> F { return &c.model.knn_memory.size; }},
+      {"model.knn_memory.top_k",
+       {},
+       "K: pairs each query retrieves from the kNN memory, in [1, model.knn_memory.size]",
+       [](RunConfig& c) -> F { return &c.model.knn_memory.top_k; }},
   };
 }
 

@@ -73,6 +73,18 @@ void validate_model(const ModelConfig& m) {
   validate_attention_chunk(m);
 }
 
+// model.knn_memory: checked whether or not a layer is chosen (the sizes have defaults).
+void validate_knn_memory(const ModelConfig& m) {
+  const KnnMemoryConfig& k = m.knn_memory;
+  require(k.layer >= -1 && k.layer < m.n_layers,
+          "model.knn_memory.layer must be -1 (none) or in [0, model.n_layers) = [0, {}), got {}",
+          m.n_layers, k.layer);
+  require_at_least(k.size, 1, "model.knn_memory.size");
+  require_at_least(k.top_k, 1, "model.knn_memory.top_k");
+  require(k.top_k <= k.size, "model.knn_memory.top_k={} must be <= model.knn_memory.size={}",
+          k.top_k, k.size);
+}
+
 // The table sizes of the chosen scheme (registry.h, size_keys).
 void validate_position_sizes(const PositionConfig& p) {
   for (const auto& [key, limit] : find_position_scheme(p.scheme)->size_keys) {
@@ -155,6 +167,7 @@ void validate_training(const TrainingConfig& t, const EvalConfig& e) {
 void validate(const RunConfig& config) {
   validate_choices(config);
   validate_model(config.model);
+  validate_knn_memory(config.model);
   validate_position_sizes(config.model.position);
   validate_data(config.data);
   validate_training(config.train, config.eval);
@@ -181,6 +194,14 @@ void validate_recurrence(const RunConfig& c) {
   require(!task_from_name(c.data.source),
           "train.mem_len={} needs a text corpus as data.source, not the synthetic task '{}'",
           c.train.mem_len, c.data.source);
+}
+
+void validate_knn_data(const RunConfig& c) {
+  if (!c.model.knn_memory.enabled()) return;
+  require(!task_from_name(c.data.source),
+          "model.knn_memory.layer={} needs a text corpus as data.source (read as contiguous "
+          "streams), not the synthetic task '{}'",
+          c.model.knn_memory.layer, c.data.source);
 }
 
 }  // namespace relpos

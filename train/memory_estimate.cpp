@@ -56,7 +56,13 @@ double pass_elements(const RunConfig& c, double rows, double length) {
   if (m.attention_path != AttentionPath::flash) per_layer += 3 * rows * heads * length * length;
   // Relative-position terms (scaled_attention.h): at most (H, 2L) biases and (H, L, D) tables.
   per_layer += 2 * length * (heads + d(m.d_model));
-  return d(m.n_layers) * per_layer + 3 * tokens * d(m.vocab) + tokens * d(m.d_model);
+  // The kNN layer: its memory's keys and values, and its (L, S) scores, masks and softmax.
+  double knn = 0;
+  if (m.knn_memory.enabled()) {
+    const double size = d(m.knn_memory.size);
+    knn = 2 * rows * size * d(m.d_model) + 4 * rows * heads * length * size;
+  }
+  return knn + d(m.n_layers) * per_layer + 3 * tokens * d(m.vocab) + tokens * d(m.d_model);
 }
 
 double activation_bytes(const RunConfig& c) {
@@ -97,6 +103,8 @@ std::string activation_keys(const RunConfig& c) {
   if (c.train.mem_len > 0) keys += fmt::format(", train.mem_len={}", c.train.mem_len);
   if (!c.eval.lengths.empty())
     keys += fmt::format(", eval.lengths=[{}]", fmt::join(c.eval.lengths, ", "));
+  if (c.model.knn_memory.enabled())
+    keys += fmt::format(", model.knn_memory.size={}", c.model.knn_memory.size);
   return keys;
 }
 

@@ -28,6 +28,7 @@
 #include "train/divergence.h"
 #include "train/dynamic_chunk.h"
 #include "train/evaluate.h"
+#include "train/knn_state.h"
 #include "train/memory_estimate.h"
 #include "train/metrics.h"
 #include "train/run_summary.h"
@@ -103,6 +104,7 @@ void load_parameters(const TransformerLM& model, const Checkpoint& ckpt,
 RunState build_run(const RunConfig& config) {
   validate(config);
   validate_recurrence(config);
+  validate_knn_data(config);
   require_fits_in_memory(config);  // before the model or the data is allocated
   const Device device = train_device(config.train.device);
   if (config.train.threads > 0) set_num_threads(static_cast<int>(config.train.threads));
@@ -117,9 +119,11 @@ RunState build_run(const RunConfig& config) {
   run.optimizer = make_optimizer(config.optim, run.model->parameters());
   DataConfig data = config.data;
   data.seed = mix64(config.train.seed, 2);
-  data.masked_tokens = !config.model.causal;     // a bidirectional model sees the next token
-  data.stream_order = config.train.mem_len > 0;  // each row continues its text
+  data.masked_tokens = !config.model.causal;  // a bidirectional model sees the next token
+  // Each row continues its text: segment memory and the kNN memory hold earlier text.
+  data.stream_order = config.train.mem_len > 0 || config.model.knn_memory.enabled();
   run.data = make_source(data);
+  run.knn_memory = KnnMemory(config.model.knn_memory.size);
   return run;
 }
 
@@ -158,6 +162,7 @@ void load_training_state(RunState& run, const Checkpoint& ckpt,
           kSamplerKey);
   run.data->set_sampler_state(SamplerState::from_words(sampler->second));
   run.memory = memory_from(run, ckpt, source);
+  restore_knn_memory(run.knn_memory, ckpt, run.config, run.device, source);
   const auto halvings = ckpt.rng_states.find(kLrHalvingsKey);
   require(halvings == ckpt.rng_states.end() || halvings->second.size() == 1,
           "checkpoint {}: '{}' must hold one word", source.string(), kLrHalvingsKey);
@@ -213,6 +218,7 @@ Checkpoint snapshot(const RunState& run) {
   c.rng_states[kSamplerKey] = run.data->sampler_state().to_words();
   for (std::size_t l = 0; l < run.memory.size(); ++l)
     c.memory[std::to_string(l)] = run.memory[l].clone();
+  save_knn_memory(run.knn_memory, c);
   if (run.lr_halvings > 0)
     c.rng_states[kLrHalvingsKey] = {static_cast<std::uint64_t>(run.lr_halvings)};
   return c;
@@ -281,6 +287,11 @@ TrainSummary train(RunState& run, RunStart start) {
         "train.mem_len={}: segment-recurrent training runs in one process, not under mpirun "
         "({} ranks); set train.mem_len: 0 or run without mpirun",
         c.train.mem_len, world);
+  if (world > 1 && c.model.knn_memory.enabled())
+    fail_everywhere(
+        "model.knn_memory.layer={}: training with a kNN memory runs in one process, not under "
+        "mpirun ({} ranks); set model.knn_memory.layer: -1 or run without mpirun",
+        c.model.knn_memory.layer, world);
   std::optional<RunFolder> folder;
   std::optional<MetricsLog> metrics_log;
   run_collectively([&] {
@@ -431,7 +442,8 @@ TrainSummary train(RunState& run, RunStart start) {
       Tensor loss;
       if (world == 1) {
         const Tensor logits =  // (B, L, V)
-            forward_segment(model, batch.inputs.to(run.device), run.memory, c.train.mem_len);
+            forward_segment(model, batch.inputs.to(run.device), run.memory, c.train.mem_len,
+                            c.model.knn_memory.enabled() ? &run.knn_memory : nullptr);
         loss = cross_entropy(logits, batch.targets.to(run.device), kIgnoreTarget);
       } else {
         // This rank's rows, (B/N, L): its summed loss over the global batch's scored

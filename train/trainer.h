@@ -46,6 +46,9 @@ struct RunState {
   // train.mem_len > 0: each layer's segment memory (B, M, d_model), detached, that the
   // next training batch attends to; saved in checkpoints. Empty before the first step.
   std::vector<Tensor> memory;
+  // model.knn_memory: the kNN layer's memory of earlier training batches, saved in
+  // checkpoints (train/knn_state.h). Empty before the first step.
+  KnnMemory knn_memory;
   // Rollbacks after divergence so far: the learning rate is scaled by 0.5^lr_halvings.
   std::int64_t lr_halvings = 0;
   std::filesystem::path resumed_from;        // the checkpoint restore_run loaded; empty if none

@@ -1,7 +1,8 @@
 // `relpos eval CHECKPOINT [--data SOURCE] [--lengths 128,256,...] [--mem-len 0,256,...]
-//  [--batches N] [--json FILE]`
+//  [--knn-size 0,512,...] [--batches N] [--json FILE]`
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -29,8 +30,9 @@ struct EvalOptions {
   std::string checkpoint;
   std::string data;
   std::vector<std::int64_t> lengths;
-  std::vector<std::int64_t> mem_lens;  // non-empty: segment-recurrent evaluation
-  std::int64_t batches = 0;            // 0: the run's train.eval_batches
+  std::vector<std::int64_t> mem_lens;   // non-empty: segment-recurrent evaluation
+  std::vector<std::int64_t> knn_sizes;  // kNN memory sizes (implies streams, --mem-len 0)
+  std::int64_t batches = 0;             // 0: the run's train.eval_batches
   std::string json;
 };
 
@@ -42,7 +44,14 @@ nlohmann::json run_with_memory(const EvalOptions& o, RunState& state,
   for (std::int64_t m : o.mem_lens)
     require(m >= 0 && m <= (std::int64_t{1} << 20), "--mem-len: each must be in [0, 2^20], got {}",
             m);
-  require(!find_position_scheme(c.model.position.scheme)->absolute,
+  for (std::int64_t s : o.knn_sizes)
+    require(s >= 0 && s <= (std::int64_t{1} << 20), "--knn-size: each must be in [0, 2^20], got {}",
+            s);
+  require(o.knn_sizes.empty() || c.model.knn_memory.enabled(),
+          "--knn-size: the model has no kNN layer (model.knn_memory.layer: -1)");
+  const bool segment_memory =
+      std::any_of(o.mem_lens.begin(), o.mem_lens.end(), [](std::int64_t m) { return m > 0; });
+  require(!segment_memory || !find_position_scheme(c.model.position.scheme)->absolute,
           "--mem-len: the model's position scheme '{}' is absolute; memory needs a relative one",
           c.model.position.scheme);
   require(c.model.causal, "--mem-len: the model is bidirectional (model.causal: false)");
@@ -50,17 +59,19 @@ nlohmann::json run_with_memory(const EvalOptions& o, RunState& state,
   require(corpus != nullptr, "--mem-len: needs a text corpus as data source, not '{}'",
           c.data.source);
   const auto points = evaluate_streams(*state.model, corpus->corpus().validation, lengths,
-                                       o.mem_lens, c.data.batch_size, batches);
+                                       o.mem_lens, c.data.batch_size, batches, o.knn_sizes);
   std::cout << fmt::format("{} streams of the validation text, up to {} segments each\n",
                            c.data.batch_size, batches);
-  std::cout << fmt::format("{:>8} {:>8} {:>10} {:>12} {:>10} {:>10}\n", "length", "memory", "loss",
-                           "perplexity", "bits/byte", "tokens");
+  std::cout << fmt::format("{:>8} {:>8} {:>8} {:>10} {:>12} {:>10} {:>10}\n", "length", "memory",
+                           "knn", "loss", "perplexity", "bits/byte", "tokens");
   nlohmann::json results = nlohmann::json::array();
   for (const StreamEvalPoint& p : points) {
-    std::cout << fmt::format("{:>8} {:>8} {:>10.4f} {:>12.3f} {:>10.4f} {:>10}\n", p.length,
-                             p.mem_len, p.loss, p.perplexity, p.bits_per_byte, p.tokens);
+    std::cout << fmt::format("{:>8} {:>8} {:>8} {:>10.4f} {:>12.3f} {:>10.4f} {:>10}\n", p.length,
+                             p.mem_len, p.knn_size, p.loss, p.perplexity, p.bits_per_byte,
+                             p.tokens);
     results.push_back({{"length", p.length},
                        {"mem_len", p.mem_len},
+                       {"knn_size", p.knn_size},
                        {"loss", p.loss},
                        {"perplexity", p.perplexity},
                        {"bits_per_byte", p.bits_per_byte},
@@ -91,8 +102,10 @@ void run(const EvalOptions& o) {
                         {"step", state.step},
                         {"data", state.data->describe()},
                         {"results", nlohmann::json::array()}};
-  if (!o.mem_lens.empty()) {
-    out["results"] = run_with_memory(o, state, lengths, batches);
+  if (!o.mem_lens.empty() || !o.knn_sizes.empty()) {
+    EvalOptions streams = o;
+    if (streams.mem_lens.empty()) streams.mem_lens = {0};
+    out["results"] = run_with_memory(streams, state, lengths, batches);
   } else {
     const auto points = evaluate(*state.model, *state.data, lengths, batches);
     std::cout << fmt::format("{:>8} {:>10} {:>12} {:>10} {:>10} {:>10} {:>11}\n", "length",
@@ -132,6 +145,11 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--mem-len", options->mem_lens,
                   "memory lengths, e.g. 0,256,512: read the validation text as streams, segment "
                   "by segment, each layer attending to that many earlier hidden states")
+      ->delimiter(',');
+  cmd->add_option("--knn-size", options->knn_sizes,
+                  "kNN memory sizes, e.g. 0,256,1024, for a model with a kNN layer: read the "
+                  "validation text as streams, the layer retrieving from that many earlier "
+                  "(key, value) pairs (0: none)")
       ->delimiter(',');
   cmd->add_option("--batches", options->batches,
                   "batches per length; with --mem-len, segments per stream (default: "
