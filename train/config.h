@@ -39,8 +39,9 @@ struct TrainingConfig {
   std::string on_divergence = "stop";  // stop | rollback (to the last good checkpoint, lr / 2)
   std::int64_t max_rollbacks = 3;
   std::uint64_t seed = 0;
-  std::int64_t threads = 0;    // 0: all cores
-  std::string device = "cpu";  // cpu | cuda
+  std::int64_t threads = 0;        // 0: all cores
+  std::string device = "cpu";      // cpu | cuda
+  std::string precision = "fp32";  // fp32 | bf16: of the matrix products (docs/bf16.md)
   // With several MPI ranks: reduce gradients in rank order on rank 0 (bit-identical run to run).
   bool deterministic_reduce = false;
   std::string out_dir = "runs/default";

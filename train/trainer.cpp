@@ -30,6 +30,7 @@
 #include "train/metrics.h"
 #include "train/run_summary.h"
 #include "train/stop_signal.h"
+#include "train/train_precision.h"
 
 namespace relpos {
 namespace {
@@ -101,11 +102,13 @@ void load_parameters(const TransformerLM& model, const Checkpoint& ckpt,
 RunState build_run(const RunConfig& config) {
   validate(config);
   require_fits_in_memory(config);  // before the model or the data is allocated
+  const Precision precision = train_precision(config.train.precision, config.train.device);
   const Device device = train_device(config.train.device);
   if (config.train.threads > 0) set_num_threads(static_cast<int>(config.train.threads));
   RunState run;
   run.config = config;
   run.device = device;
+  run.precision = precision;
   Rng init(mix64(config.train.seed, 1));
   // Initialised on the CPU (the same values on every device), then moved.
   run.model = std::make_unique<TransformerLM>(config.model, init);
@@ -163,7 +166,8 @@ RunState load_run_for_inference(const std::filesystem::path& path, const std::st
                                    const std::map<std::string, Shape>& shapes) {
     RunConfig config = config_from_yaml(config_yaml, path.string() + " (saved config)");
     if (!data_source.empty()) config.data.source = data_source;
-    config.train.device = "cpu";  // a checkpoint from a GPU run is usable on any machine
+    config.train.device = "cpu";      // a checkpoint from a GPU run is usable on any machine
+    config.train.precision = "fp32";  // and from a bf16 run on any CPU
     run = build_run(config);
     check_shapes_match(parameter_shapes(*run.model), shapes, path.string());
   };
@@ -310,6 +314,7 @@ TrainSummary train(RunState& run, RunStart start) {
     return std::nullopt;
   };
   auto run_eval = [&](bool record) {
+    const PrecisionScope precision(run.precision);
     const EvalPoint p = evaluate(model, *run.data, train_length, c.train.eval_batches).front();
     if (record)
       write_metrics({{"step", run.step},
@@ -380,6 +385,7 @@ TrainSummary train(RunState& run, RunStart start) {
     for (std::int64_t micro = 0; micro < c.optim.grad_accum; ++micro) {
       const Batch batch = run.data->next_train();  // the global batch, (B, L)
       Tensor loss;
+      const PrecisionScope precision(run.precision);  // the backward repeats the forward's
       if (world == 1) {
         const Tensor logits = model.forward(batch.inputs.to(run.device));  // (B, L, V)
         loss = cross_entropy(logits, batch.targets.to(run.device), kIgnoreTarget);

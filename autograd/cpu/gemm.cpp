@@ -1,10 +1,11 @@
-// GEMM through OpenBLAS. Batched calls run one single-threaded GEMM per batch
-// entry across OpenMP threads when each GEMM is small; large ones use
-// OpenBLAS's own threads.
+// GEMM through OpenBLAS, or oneDNN for bf16 (autograd/cpu/onednn_gemm.h). Batched
+// OpenBLAS calls run one single-threaded GEMM per batch entry across OpenMP threads
+// when each GEMM is small; large ones use OpenBLAS's own threads.
 #include <cblas.h>
 #include <omp.h>
 
 #include "autograd/cpu/cpu_backend.h"
+#include "autograd/cpu/onednn_gemm.h"
 
 namespace relpos {
 namespace {
@@ -54,6 +55,10 @@ void gemm_typed(const GemmArgs& g) {
 
 void CpuBackend::gemm(const GemmArgs& args) {
   if (args.m == 0 || args.n == 0 || args.batch == 0) return;
+  if (args.dtype == DType::f32 && args.precision == Precision::bf16) {
+    cpu::onednn_gemm(args);
+    return;
+  }
   dispatch_floating(args.dtype, [&](auto zero) { gemm_typed<decltype(zero)>(args); });
 }
 
