@@ -155,11 +155,11 @@ int main(int argc, char** argv) {
     const std::vector<float> b = random_floats(g.k * g.n, rng);
     std::vector<float> c(static_cast<std::size_t>(g.m * g.n));
     const GemmArgs fp32 = args_of(g, a.data(), b.data(), c.data());
-    GemmArgs bf16_args = fp32;
-    bf16_args.precision = relpos::Precision::bf16;
     std::vector<std::function<void()>> paths{[&] { openblas(fp32); }};
     if (relpos::cpu::onednn_built()) paths.push_back([&] { relpos::cpu::onednn_gemm(fp32); });
 #if RELPOS_HAVE_ONEDNN
+    GemmArgs bf16_args = fp32;
+    bf16_args.precision = relpos::Precision::bf16;
     std::unique_ptr<RawBf16> raw;
     if (bf16) {
       raw = std::make_unique<RawBf16>(g, a, b, c.data());

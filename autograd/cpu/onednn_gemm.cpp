@@ -64,8 +64,8 @@ Stored packed(const Stored& s) {
   return {s.rows, s.cols, s.cols, s.stride == 0 ? 0 : s.rows * s.cols};
 }
 
-// One row of n values; vcvtneps2bf16 where the compiler targets AVX-512-BF16 (the same
-// rounding as to_bf16, 16 values at a time).
+// One row of n values; vcvtneps2bf16 where the compiler targets AVX-512-BF16: 16 values
+// at a time, rounded like to_bf16 except that f32 subnormals (below 2^-126) become zero.
 void round_row(const float* in, std::int64_t n, std::uint16_t* out) {
   std::int64_t c = 0;
 #if defined(__AVX512BF16__)
