@@ -54,12 +54,14 @@ void gemm_typed(const GemmArgs& g) {
 
 // Which library multiplies an fp32 product. Measured with bench_gemm_precision on the
 // 12 GEMMs of bench/results/cpu.md's model (8192 tokens, d_model 256, d_ff 1024: each
-// linear layer's x·Wᵀ, dz·W and dzᵀ·x), 2 threads of a shared Zen 5 EPYC (loaded, so the
-// figures are noisy, but the order held on every shape): oneDNN f32 37.2 GFLOP/s over the
-// 12, OpenBLAS 18.5; oneDNN was faster on each of them (1.3x to 4.1x). Those are
-// single (unbatched) products; batches of small products (attention's per-head
-// products off the flash path) were not measured and stay with OpenBLAS's per-entry
-// parallel loop above. f64 (the gradchecks) always uses OpenBLAS.
+// linear layer's x·Wᵀ, dz·W and dzᵀ·x), 2 threads of a Zen 5 EPYC shared with other
+// builds (load 11 to 20, so single figures move by 2x; bench/results/bf16.md), GFLOP/s
+// over the 12: oneDNN f32 37.2 against OpenBLAS 18.5 with its Haswell kernels (this
+// environment's OPENBLAS_CORETYPE), and 17.9 against 9.8 with its SkylakeX (AVX-512)
+// kernels; oneDNN was ahead on 10 to 12 of the 12 shapes in each run. Those are single
+// (unbatched) products; batches of small products (attention's per-head products off the
+// flash path) were not measured and stay with OpenBLAS's per-entry parallel loop above.
+// f64 (the gradchecks) always uses OpenBLAS.
 bool f32_through_onednn(const GemmArgs& args) { return cpu::onednn_built() && args.batch == 1; }
 
 }  // namespace
