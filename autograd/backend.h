@@ -45,6 +45,8 @@ struct GemmArgs {
   void* c = nullptr;
   std::int64_t ldc = 0, stride_c = 0;
   DType dtype = DType::f32;
+  // bf16: f32 operands are rounded to bfloat16, products accumulate in f32 (CPU with oneDNN).
+  Precision precision = Precision::fp32;
 };
 
 // The gathers that express relative position terms. All index a row of Lk keys.

@@ -124,6 +124,7 @@ nlohmann::json run_training(const Options& o) {
     const double start = bench::now_seconds();
     optimizer.zero_grad();
     const Batch b = run.data->next_train();
+    const PrecisionScope precision(run.precision);  // train.precision, as relpos train runs it
     const Tensor logits = model.forward(b.inputs);  // (B, L, 256)
     const Tensor loss = cross_entropy(logits, b.targets, kIgnoreTarget);
     losses.push_back(loss.item());

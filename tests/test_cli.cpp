@@ -144,6 +144,19 @@ TEST_CASE("cli: sizes too large for the machine are refused with exit code 2", "
   REQUIRE_FALSE(fs::exists(box.path() / "refused"));
 }
 
+TEST_CASE("cli: train.precision errors are one line with exit code 2 and no run folder",
+          "[cli][bf16]") {
+  Sandbox box;
+  const auto tiny = box.write("tiny.yaml", kTiny);
+  const std::string out = " train.out_dir=" + (box.path() / "run").string();
+  require_one_line_error(box.run("train " + tiny.string() + out + " train.precision=fp16"),
+                         "train.precision");
+  require_one_line_error(
+      box.run("train " + tiny.string() + out + " train.precision=bf16 train.device=cuda"),
+      "train.precision: bf16 runs on the CPU only (train.device=cpu), got train.device=cuda");
+  REQUIRE_FALSE(fs::exists(box.path() / "run"));
+}
+
 TEST_CASE("cli: a key or value holding a newline gives a one-line error", "[cli]") {
   Sandbox box;
   const auto key = box.write("key.yaml", "model:\n  \"d_mo\\ndel\": 16\n");

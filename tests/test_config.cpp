@@ -95,13 +95,14 @@ void require_same(const RunConfig& a, const RunConfig& b) {
   CHECK(a.train.seed == b.train.seed);
   CHECK(a.train.threads == b.train.threads);
   CHECK(a.train.device == b.train.device);
+  CHECK(a.train.precision == b.train.precision);
   CHECK(a.train.deterministic_reduce == b.train.deterministic_reduce);
   CHECK(a.train.out_dir == b.train.out_dir);
   CHECK(a.eval.lengths == b.eval.lengths);
 }
 
 // require_same compares this many keys; a new key must be added there too.
-constexpr std::size_t kComparedKeys = 69;
+constexpr std::size_t kComparedKeys = 70;
 
 // Every key set to a value other than its default (and valid together).
 const char* const kEveryKeyYaml = R"(model:
@@ -179,6 +180,7 @@ train:
   seed: 18446744073709551615
   threads: 2
   device: cuda
+  precision: bf16
   deterministic_reduce: true
   out_dir: runs/every key
 eval:
@@ -230,7 +232,7 @@ RunConfig every_key_expected() {
              "rollback", 5,
              7,          std::numeric_limits<std::uint64_t>::max(),
              2,          "cuda",
-             true,       "runs/every key"};
+             "bf16",     true,       "runs/every key"};
   c.eval.lengths = {64, 128, 512};
   return c;
 }

@@ -5,6 +5,7 @@ set -euo pipefail
 packages=(
   cmake g++ make pkg-config
   libopenblas-openmp-dev   # BLAS, OpenMP build (its threads are our OpenMP threads)
+  libdnnl-dev              # oneDNN: f32 and bf16 matrix products (docs/bf16.md)
   libyaml-cpp-dev          # configs
   libhdf5-dev              # checkpoints
   catch2                   # tests (Catch2 v2)

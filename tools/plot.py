@@ -15,6 +15,9 @@ Usage (Debian: apt-get install python3-matplotlib):
     tools/plot.py knn-memory CSV OUT.png [--title TEXT]
         rows model,memory_size,loss (bench/knn_memory.py) -> evaluation loss against the kNN
         memory size S, one line per model; memory_size 0 (no memory) as a horizontal line
+    tools/plot.py runs OUT.png LABEL=RUN_DIR... [--title TEXT]
+        the training (solid) and validation (dashed) loss of each run's metrics.jsonl in one
+        panel -> OUT.png and OUT.svg (e.g. one run in fp32 and one in bf16)
 
 One panel per data set; each scheme keeps its colour and marker in every panel.
 Bad input: one line on stderr, exit 2. matplotlib missing: exit 3. Every file is
@@ -431,6 +434,34 @@ def plot_knn_memory(csv_path, out, title):
         plt.close(fig)
 
 
+def plot_runs(out, runs, title):
+    if out.suffix != ".png":
+        raise UsageError(f"{out}: expected a file name ending in .png (the .svg goes beside it)")
+    labelled = []
+    for run in runs:
+        label, sep, directory = run.partition("=")
+        if not sep or not label or not directory:
+            raise UsageError(f"'{run}': expected LABEL=RUN_DIR")
+        labelled.append((label, read_curves(Path(directory) / "metrics.jsonl")))
+    plt = import_pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    try:
+        ys = []
+        for n, (label, curves) in enumerate(labelled):
+            colour = f"C{n % 10}"
+            for name, style, what in (("train_loss", "-", "train"), ("val_loss", "--", "val")):
+                points = sorted(curves[name].items())
+                ys += [p[1] for p in points]
+                ax.plot([p[0] for p in points], [p[1] for p in points], linestyle=style,
+                        color=colour, marker=MARKERS[n % len(MARKERS)], markersize=4,
+                        fillstyle="none", label=f"{label} {what}")
+        finish_panel(ax, "", "step", ys)
+        ax.set_title(title or "Loss per step", fontsize=10)
+        save(fig, out.with_suffix(""))
+    finally:
+        plt.close(fig)
+
+
 def main():
     parser = Parser(description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -448,6 +479,10 @@ def main():
     knn.add_argument("csv", type=Path)
     knn.add_argument("out", type=Path, help="OUT.png (OUT.svg is written beside it)")
     knn.add_argument("--title", default="")
+    runs = commands.add_parser("runs", help="loss curves of several runs in one panel")
+    runs.add_argument("out", type=Path, help="OUT.png (OUT.svg is written beside it)")
+    runs.add_argument("runs", nargs="+", help="LABEL=RUN_DIR (a relpos train out_dir)")
+    runs.add_argument("--title", default="")
     args = parser.parse_args()
     try:
         if args.command == "ablation":
@@ -456,6 +491,8 @@ def main():
             plot_memory(args.out, args.evals, args.title)
         elif args.command == "knn-memory":
             plot_knn_memory(args.csv, args.out, args.title)
+        elif args.command == "runs":
+            plot_runs(args.out, args.runs, args.title)
         else:
             plot_positions(args.csv, args.out, args.title)
     except UsageError as e:

@@ -42,8 +42,9 @@ struct TrainingConfig {
   // cached hidden states of the row's previous segments; 0: independent windows.
   std::int64_t mem_len = 0;
   std::uint64_t seed = 0;
-  std::int64_t threads = 0;    // 0: all cores
-  std::string device = "cpu";  // cpu | cuda
+  std::int64_t threads = 0;        // 0: all cores
+  std::string device = "cpu";      // cpu | cuda
+  std::string precision = "fp32";  // fp32 | bf16: of the matrix products (docs/bf16.md)
   // With several MPI ranks: reduce gradients in rank order on rank 0 (bit-identical run to run).
   bool deterministic_reduce = false;
   std::string out_dir = "runs/default";

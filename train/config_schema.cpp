@@ -248,6 +248,11 @@ std::vector<ConfigKey> run_keys() {
        {"cpu", "cuda"},
        "where the model runs",
        [](RunConfig& c) -> F { return &c.train.device; }},
+      {"train.precision",
+       {"fp32", "bf16"},
+       "precision of the matrix products: fp32, or bf16 operands with f32 accumulation (CPU "
+       "with AVX-512-BF16 or AMX, oneDNN build; docs/bf16.md)",
+       [](RunConfig& c) -> F { return &c.train.precision; }},
       {"train.deterministic_reduce",
        {},
        "with several MPI ranks: sum gradients in rank order on rank 0 (bit-identical run to run, "

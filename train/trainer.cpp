@@ -33,6 +33,7 @@
 #include "train/metrics.h"
 #include "train/run_summary.h"
 #include "train/stop_signal.h"
+#include "train/train_precision.h"
 
 namespace relpos {
 namespace {
@@ -106,11 +107,13 @@ RunState build_run(const RunConfig& config) {
   validate_recurrence(config);
   validate_knn_data(config);
   require_fits_in_memory(config);  // before the model or the data is allocated
+  const Precision precision = train_precision(config.train.precision, config.train.device);
   const Device device = train_device(config.train.device);
   if (config.train.threads > 0) set_num_threads(static_cast<int>(config.train.threads));
   RunState run;
   run.config = config;
   run.device = device;
+  run.precision = precision;
   Rng init(mix64(config.train.seed, 1));
   // Initialised on the CPU (the same values on every device), then moved.
   run.model = std::make_unique<TransformerLM>(config.model, init);
@@ -196,8 +199,9 @@ RunState load_run_for_inference(const std::filesystem::path& path, const std::st
                                    const std::map<std::string, Shape>& shapes) {
     RunConfig config = config_from_yaml(config_yaml, path.string() + " (saved config)");
     if (!data_source.empty()) config.data.source = data_source;
-    config.train.device = "cpu";  // a checkpoint from a GPU run is usable on any machine
-    config.train.mem_len = 0;     // no training stream is read; eval --mem-len asks for memory
+    config.train.device = "cpu";      // a checkpoint from a GPU run is usable on any machine
+    config.train.precision = "fp32";  // and from a bf16 run on any CPU
+    config.train.mem_len = 0;  // no training stream is read; eval --mem-len asks for memory
     run = build_run(config);
     check_shapes_match(parameter_shapes(*run.model), shapes, path.string());
   };
@@ -357,6 +361,7 @@ TrainSummary train(RunState& run, RunStart start) {
     return std::nullopt;
   };
   auto run_eval = [&](bool record) {
+    const PrecisionScope precision(run.precision);
     const EvalPoint p = evaluate(model, *run.data, train_length, c.train.eval_batches).front();
     const bool has_answers = !std::isnan(p.accuracy);  // a task (train/answer_accuracy.h)
     if (record) {
@@ -440,6 +445,7 @@ TrainSummary train(RunState& run, RunStart start) {
         model.set_attention_chunk_size(
             dynamic_chunk_size(c.train.seed, run.step, micro, c.model.attention_chunk.size));
       Tensor loss;
+      const PrecisionScope precision(run.precision);  // the backward repeats the forward's
       if (world == 1) {
         const Tensor logits =  // (B, L, V)
             forward_segment(model, batch.inputs.to(run.device), run.memory, c.train.mem_len,

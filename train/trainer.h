@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 
+#include "autograd/precision.h"
 #include "data/data_source.h"
 #include "layers/transformer.h"
 #include "optim/optimizer.h"
@@ -37,7 +38,8 @@ struct ConfigChange {
 // from a checkpoint when resuming). Shared by train, eval and sample.
 struct RunState {
   RunConfig config;
-  Device device = Device::cpu;  // train.device: parameters, optimizer buffers and batches
+  Device device = Device::cpu;            // train.device: parameters, optimizer buffers and batches
+  Precision precision = Precision::fp32;  // train.precision: of the forward's matrix products
   std::unique_ptr<TransformerLM> model;
   std::unique_ptr<Optimizer> optimizer;
   std::unique_ptr<DataSource> data;

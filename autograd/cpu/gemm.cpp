@@ -1,10 +1,12 @@
-// GEMM through OpenBLAS. Batched calls run one single-threaded GEMM per batch
-// entry across OpenMP threads when each GEMM is small; large ones use
-// OpenBLAS's own threads.
+// GEMM through OpenBLAS, or oneDNN (autograd/cpu/onednn_gemm.h) for bf16 products and, by
+// measurement (f32_through_onednn), single f32 products. Batched OpenBLAS calls run one
+// single-threaded GEMM per batch entry across OpenMP threads when each GEMM is small;
+// large ones use OpenBLAS's own threads.
 #include <cblas.h>
 #include <omp.h>
 
 #include "autograd/cpu/cpu_backend.h"
+#include "autograd/cpu/onednn_gemm.h"
 
 namespace relpos {
 namespace {
@@ -50,10 +52,26 @@ void gemm_typed(const GemmArgs& g) {
     gemm_one<T>(g, a + i * g.stride_a, b + i * g.stride_b, c + i * g.stride_c);
 }
 
+// Which library multiplies an fp32 product. Measured with bench_gemm_precision on the
+// 12 GEMMs of bench/results/cpu.md's model (8192 tokens, d_model 256, d_ff 1024: each
+// linear layer's x·Wᵀ, dz·W and dzᵀ·x), 2 threads of a Zen 5 EPYC shared with other
+// builds (load 11 to 20, so single figures move by 2x; bench/results/bf16.md), GFLOP/s
+// over the 12: oneDNN f32 37.2 against OpenBLAS 18.5 with its Haswell kernels (this
+// environment's OPENBLAS_CORETYPE), and 17.9 against 9.8 with its SkylakeX (AVX-512)
+// kernels; oneDNN was ahead on 10 to 12 of the 12 shapes in each run. Those are single
+// (unbatched) products; batches of small products (attention's per-head products off the
+// flash path) were not measured and stay with OpenBLAS's per-entry parallel loop above.
+// f64 (the gradchecks) always uses OpenBLAS.
+bool f32_through_onednn(const GemmArgs& args) { return cpu::onednn_built() && args.batch == 1; }
+
 }  // namespace
 
 void CpuBackend::gemm(const GemmArgs& args) {
   if (args.m == 0 || args.n == 0 || args.batch == 0) return;
+  if (args.dtype == DType::f32 && (args.precision == Precision::bf16 || f32_through_onednn(args))) {
+    cpu::onednn_gemm(args);
+    return;
+  }
   dispatch_floating(args.dtype, [&](auto zero) { gemm_typed<decltype(zero)>(args); });
 }
 

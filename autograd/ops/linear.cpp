@@ -22,8 +22,9 @@ void check_linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
 
 // c (m, n) = op(a) op(b), plus c's current values when `accumulate`; all three
 // contiguous, op(a) (m, k), op(b) (k, n), op = transpose when the flag says so.
+// `precision`: the precision recorded with the op (autograd/precision.h).
 void gemm_into(const Tensor& c, bool accumulate, const Tensor& a, bool trans_a, const Tensor& b,
-               bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k) {
+               bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, Precision precision) {
   if (m == 0 || n == 0) return;
   if (k == 0) {
     if (!accumulate) backend_of(c).fill(c, 0.0);
@@ -31,6 +32,7 @@ void gemm_into(const Tensor& c, bool accumulate, const Tensor& a, bool trans_a, 
   }
   GemmArgs g;
   g.dtype = c.dtype();
+  g.precision = precision;
   g.m = m;
   g.n = n;
   g.k = k;
@@ -50,6 +52,7 @@ void gemm_into(const Tensor& c, bool accumulate, const Tensor& a, bool trans_a, 
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activation activation) {
   check_linear(x, weight, bias);
+  const Precision precision = current_precision();
   const std::int64_t in = weight.size(1), out = weight.size(0);
   Shape out_shape = x.shape();
   out_shape.back() = out;
@@ -59,7 +62,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activat
   Tensor z = Tensor::empty(out_shape, x.dtype(), x.device());  // (rows, out): x Wᵀ + b
   Backend& backend = backend_of(z);
   if (bias.defined() && z.numel() > 0) backend.copy(z, broadcast_view(bias, out_shape));
-  gemm_into(z, bias.defined(), xc, false, w, true, rows, out, in);
+  gemm_into(z, bias.defined(), xc, false, w, true, rows, out, in, precision);
   const UnaryOp op = UnaryOp::gelu_tanh;  // the only activation besides none
   Tensor y = z;                           // (rows, out): f(z)
   if (activation != Activation::none) {
@@ -95,11 +98,11 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activat
           Tensor gx, gw;
           if (need_x) {  // dx = dz W: (rows, out) @ (out, in)
             gx = Tensor::empty(x_shape, gy.dtype(), gy.device());
-            gemm_into(gx, false, gz, false, saved_w, false, rows, in, out);
+            gemm_into(gx, false, gz, false, saved_w, false, rows, in, out, precision);
           }
           if (need_w) {  // dW = dzᵀ x: (out, rows) @ (rows, in)
             gw = Tensor::empty({out, in}, gy.dtype(), gy.device());
-            gemm_into(gw, false, gz, true, saved_x, false, out, in, rows);
+            gemm_into(gw, false, gz, true, saved_x, false, out, in, rows, precision);
           }
           return std::vector<Tensor>{gx, gw, gb};
         },

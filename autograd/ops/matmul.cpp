@@ -52,7 +52,8 @@ GemmOperand as_operand(const Tensor& t) {
 
 Shape batch_shape(const Tensor& t) { return Shape(t.shape().begin(), t.shape().end() - 2); }
 
-Tensor matmul_forward(const Tensor& a, const Tensor& b) {
+// `precision`: the precision recorded with the op (autograd/precision.h).
+Tensor matmul_forward(const Tensor& a, const Tensor& b, Precision precision) {
   check_same_kind(a, b, "matmul");
   if (!(a.dim() >= 2 && b.dim() >= 2))
     fail("matmul: operands must have rank >= 2, got {} and {}", a.describe(), b.describe());
@@ -73,6 +74,7 @@ Tensor matmul_forward(const Tensor& a, const Tensor& b) {
 
   GemmArgs g;
   g.dtype = a.dtype();
+  g.precision = precision;
   // A 2-D left operand times a batch of right operands, or a batch times a shared
   // 2-D right operand with a contiguous batch: fold the batch into M.
   if (b.dim() == 2 && a.dim() > 2) {
@@ -123,30 +125,31 @@ Tensor reduce_to_operand(const Tensor& grad, const Tensor& operand) {
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
-  Tensor out = matmul_forward(a, b);
+  const Precision precision = current_precision();
+  Tensor out = matmul_forward(a, b, precision);
   if (Tape::should_record({&a, &b})) {
     Tensor sa = a.detach(), sb = b.detach();
     const bool need_a = a.requires_grad(), need_b = b.requires_grad();
-    Tape::current().record("matmul", {a, b}, out,
-                           [sa, sb, need_a, need_b](const Tensor& g) {
-                             Tensor ga, gb;
-                             if (need_a)
-                               ga = reduce_to_operand(matmul_forward(g, transpose(sb, -1, -2)), sa);
-                             if (need_b) {
-                               if (sb.dim() == 2 && sa.dim() > 2) {
-                                 // dB = A^T G with the batch folded into the contraction: (K, B*M)
-                                 // @ (B*M, N).
-                                 Tensor a2 = reshape(sa, {-1, sa.size(-1)});
-                                 Tensor g2 = reshape(g, {-1, g.size(-1)});
-                                 gb = matmul_forward(transpose(a2, 0, 1), g2);
-                               } else {
-                                 gb = reduce_to_operand(matmul_forward(transpose(sa, -1, -2), g),
-                                                        sb);
-                               }
-                             }
-                             return std::vector<Tensor>{ga, gb};
-                           },
-                           {sa, sb});
+    Tape::current().record(
+        "matmul", {a, b}, out,
+        [sa, sb, need_a, need_b, precision](const Tensor& g) {
+          Tensor ga, gb;
+          if (need_a)
+            ga = reduce_to_operand(matmul_forward(g, transpose(sb, -1, -2), precision), sa);
+          if (need_b) {
+            if (sb.dim() == 2 && sa.dim() > 2) {
+              // dB = A^T G with the batch folded into the contraction: (K, B*M)
+              // @ (B*M, N).
+              Tensor a2 = reshape(sa, {-1, sa.size(-1)});
+              Tensor g2 = reshape(g, {-1, g.size(-1)});
+              gb = matmul_forward(transpose(a2, 0, 1), g2, precision);
+            } else {
+              gb = reduce_to_operand(matmul_forward(transpose(sa, -1, -2), g, precision), sb);
+            }
+          }
+          return std::vector<Tensor>{ga, gb};
+        },
+        {sa, sb});
   }
   return out;
 }

@@ -1,0 +1,181 @@
+#include "autograd/cpu/onednn_gemm.h"
+
+#include "autograd/cpu/cpu_features.h"
+#include "autograd/error.h"
+
+#if RELPOS_HAVE_ONEDNN
+#include <immintrin.h>
+
+#include <dnnl.hpp>
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <vector>
+
+#include "autograd/cpu/bf16_round.h"
+#endif
+
+namespace relpos {
+
+std::string bf16_unavailable_reason() {
+  if (!cpu::onednn_built())
+    return "this build has no oneDNN (install libdnnl-dev and configure with -DRELPOS_ONEDNN=ON)";
+  if (!cpu::has_avx512_bf16() && !cpu::has_amx_bf16())
+    return "this CPU has neither AVX-512-BF16 nor AMX";
+  return "";
+}
+
+namespace cpu {
+
+#if RELPOS_HAVE_ONEDNN
+
+bool onednn_built() { return true; }
+
+namespace {
+
+using dnnl::memory;
+
+// One operand as stored in memory: `rows` x `cols` (before op()), rows `ld` apart,
+// `stride` apart in the batch (0: one matrix shared by the whole batch).
+struct Stored {
+  std::int64_t rows = 0, cols = 0, ld = 0, stride = 0;
+};
+
+Stored stored_a(const GemmArgs& g) {
+  return {g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k, g.lda, g.batch == 1 ? 0 : g.stride_a};
+}
+Stored stored_b(const GemmArgs& g) {
+  return {g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n, g.ldb, g.batch == 1 ? 0 : g.stride_b};
+}
+
+// The (batch, rows of op(x), cols of op(x)) descriptor of a stored operand; a shared
+// operand has batch 1, which the matmul broadcasts.
+memory::desc operand_desc(const Stored& s, bool transposed, std::int64_t batch,
+                          memory::data_type type) {
+  const memory::dim b = s.stride == 0 ? 1 : batch;
+  const memory::dim bs = s.stride == 0 ? s.rows * s.ld : s.stride;
+  if (transposed) return memory::desc({b, s.cols, s.rows}, type, {bs, 1, s.ld});
+  return memory::desc({b, s.rows, s.cols}, type, {bs, s.ld, 1});
+}
+
+// The same operand rounded to bf16 and packed densely: rows `cols` apart, matrices
+// rows*cols apart.
+Stored packed(const Stored& s) {
+  return {s.rows, s.cols, s.cols, s.stride == 0 ? 0 : s.rows * s.cols};
+}
+
+// One row of n values; vcvtneps2bf16 where the compiler targets AVX-512-BF16: 16 values
+// at a time, rounded like to_bf16 except that f32 subnormals (below 2^-126) become zero.
+void round_row(const float* in, std::int64_t n, std::uint16_t* out) {
+  std::int64_t c = 0;
+#if defined(__AVX512BF16__)
+  for (; c + 16 <= n; c += 16) {
+    const __m256bh packed = _mm512_cvtneps_pbh(_mm512_loadu_ps(in + c));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + c),
+                        reinterpret_cast<const __m256i&>(packed));
+  }
+#endif
+  for (; c < n; ++c) out[c] = to_bf16(in[c]);
+}
+
+void round_to_bf16(const float* src, const Stored& s, std::int64_t batch, std::uint16_t* dst) {
+  const std::int64_t matrices = s.stride == 0 ? 1 : batch;
+  const std::int64_t rows = matrices * s.rows, cols = s.cols;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t r = 0; r < rows; ++r)
+    round_row(src + (r / s.rows) * s.stride + (r % s.rows) * s.ld, cols, dst + r * cols);
+}
+
+// Everything a primitive depends on.
+using Key = std::tuple<bool, bool, bool, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                       std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                       std::int64_t, double, double>;
+
+struct Entry {
+  dnnl::matmul primitive;
+  memory::desc a, b, c;
+};
+
+struct State {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{engine};
+  std::map<Key, Entry> primitives;
+  std::vector<std::uint16_t> a16, b16;  // the rounded operands of the current call
+  std::mutex mutex;
+};
+
+State& state() {
+  static State s;
+  return s;
+}
+
+Entry make_entry(State& st, const GemmArgs& g, const Stored& a, const Stored& b, bool bf16) {
+  const auto in_type = bf16 ? memory::data_type::bf16 : memory::data_type::f32;
+  Entry e;
+  e.a = operand_desc(a, g.trans_a, g.batch, in_type);
+  e.b = operand_desc(b, g.trans_b, g.batch, in_type);
+  const memory::dim cs = g.batch == 1 ? g.m * g.ldc : g.stride_c;
+  e.c = memory::desc({g.batch, g.m, g.n}, memory::data_type::f32, {cs, g.ldc, 1});
+  dnnl::primitive_attr attr;
+  if (g.alpha != 1.0) attr.set_output_scales(0, {static_cast<float>(g.alpha)});
+  if (g.beta != 0.0) {
+    dnnl::post_ops ops;
+    ops.append_sum(static_cast<float>(g.beta));
+    attr.set_post_ops(ops);
+  }
+  const dnnl::matmul::desc desc(e.a, e.b, e.c);
+  e.primitive = dnnl::matmul(dnnl::matmul::primitive_desc(desc, attr, st.engine));
+  return e;
+}
+
+}  // namespace
+
+void onednn_gemm(const GemmArgs& g) {
+  if (g.dtype != DType::f32) throw InternalError("onednn_gemm: expected f32 operands");
+  const bool bf16 = g.precision == Precision::bf16;
+  if (bf16) {
+    const std::string why = bf16_unavailable_reason();
+    require(why.empty(), "train.precision=bf16 is not available: {}", why);
+  }
+  State& st = state();
+  const std::lock_guard lock(st.mutex);
+  Stored a = stored_a(g), b = stored_b(g);
+  const void* a_data = g.a;
+  const void* b_data = g.b;
+  if (bf16) {
+    const std::int64_t a_size = (a.stride == 0 ? 1 : g.batch) * a.rows * a.cols;
+    const std::int64_t b_size = (b.stride == 0 ? 1 : g.batch) * b.rows * b.cols;
+    if (std::ssize(st.a16) < a_size) st.a16.resize(a_size);
+    if (std::ssize(st.b16) < b_size) st.b16.resize(b_size);
+    round_to_bf16(static_cast<const float*>(g.a), a, g.batch, st.a16.data());
+    round_to_bf16(static_cast<const float*>(g.b), b, g.batch, st.b16.data());
+    a = packed(a);
+    b = packed(b);
+    a_data = st.a16.data();
+    b_data = st.b16.data();
+  }
+  const Key key{bf16,     g.trans_a, g.trans_b, g.batch, g.m,        g.n,     g.k,   a.ld,
+                a.stride, b.ld,      b.stride,  g.ldc,   g.stride_c, g.alpha, g.beta};
+  auto found = st.primitives.find(key);
+  if (found == st.primitives.end())
+    found = st.primitives.emplace(key, make_entry(st, g, a, b, bf16)).first;
+  const Entry& e = found->second;
+  memory ma(e.a, st.engine, const_cast<void*>(a_data));
+  memory mb(e.b, st.engine, const_cast<void*>(b_data));
+  memory mc(e.c, st.engine, g.c);
+  e.primitive.execute(st.stream, {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}});
+  st.stream.wait();
+}
+
+#else
+
+bool onednn_built() { return false; }
+
+void onednn_gemm(const GemmArgs&) {
+  fail("train.precision=bf16 is not available: {}", bf16_unavailable_reason());
+}
+
+#endif
+
+}  // namespace cpu
+}  // namespace relpos

@@ -1,0 +1,18 @@
+#pragma once
+// Row-major GEMM through oneDNN's matmul primitive (docs/bf16.md), for f32 tensors:
+//   bf16: the operands are rounded to bfloat16 and the products accumulate in f32;
+//         AMX on CPUs that have it, AVX-512-BF16 otherwise (oneDNN picks).
+//   fp32: f32 throughout.
+// A primitive is created once per shape and layout and kept for the process.
+#include "autograd/backend.h"
+#include "autograd/bf16_support.h"
+
+namespace relpos::cpu {
+
+// Whether this build links oneDNN (RELPOS_ONEDNN).
+bool onednn_built();
+
+// args.dtype must be f32. Throws UsageError when bf16 is asked and unavailable.
+void onednn_gemm(const GemmArgs& args);
+
+}  // namespace relpos::cpu

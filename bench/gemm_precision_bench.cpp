@@ -1,0 +1,199 @@
+// bench_gemm_precision: the GEMMs of one training step of bench/results/cpu.md's model
+// (d_model 256, d_ff 1024, 8192 tokens per step), each linear layer's forward x·Wᵀ,
+// dx = dz·W and dW = dzᵀ·x, through
+//   - OpenBLAS f32 (cblas_sgemm),
+//   - oneDNN f32 (relpos's oneDNN path with Precision::fp32),
+//   - relpos bf16 (Precision::bf16: rounds the f32 operands to bf16, then oneDNN),
+//   - raw oneDNN bf16 (operands already bf16: the matmul primitive alone).
+// Paths run interleaved, repetition by repetition, and the fastest repetition of each
+// is reported (the slower ones measure the neighbours on a shared machine).
+#include <cblas.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "autograd/blas_kernel.h"
+#include "autograd/cpu/bf16_round.h"
+#include "autograd/cpu/onednn_gemm.h"
+#include "autograd/random.h"
+#include "autograd/threads.h"
+#include "bench/timing.h"
+
+#if RELPOS_HAVE_ONEDNN
+#include <dnnl.hpp>
+#endif
+
+namespace {
+
+using relpos::GemmArgs;
+
+// C (m, n) = op(A) op(B), row-major, dense operands.
+struct Gemm {
+  std::string what;
+  std::int64_t m, n, k;
+  bool trans_a, trans_b;
+};
+
+// A linear layer in -> out over `tokens` rows: its three products.
+std::vector<Gemm> linear_gemms(const std::string& name, std::int64_t tokens, std::int64_t in,
+                               std::int64_t out) {
+  return {{name + " x·Wᵀ", tokens, out, in, false, true},
+          {name + " dz·W", tokens, in, out, false, false},
+          {name + " dzᵀ·x", out, in, tokens, true, false}};
+}
+
+GemmArgs args_of(const Gemm& g, const float* a, const float* b, float* c) {
+  GemmArgs args;
+  args.m = g.m;
+  args.n = g.n;
+  args.k = g.k;
+  args.trans_a = g.trans_a;
+  args.trans_b = g.trans_b;
+  args.a = a;
+  args.lda = g.trans_a ? g.m : g.k;
+  args.b = b;
+  args.ldb = g.trans_b ? g.k : g.n;
+  args.c = c;
+  args.ldc = g.n;
+  return args;
+}
+
+std::vector<float> random_floats(std::int64_t n, relpos::Rng& rng) {
+  const relpos::Tensor t = relpos::randn({n}, rng);  // f32
+  return {t.data<float>(), t.data<float>() + n};
+}
+
+void openblas(const GemmArgs& g) {
+  cblas_sgemm(CblasRowMajor, g.trans_a ? CblasTrans : CblasNoTrans,
+              g.trans_b ? CblasTrans : CblasNoTrans, blasint(g.m), blasint(g.n), blasint(g.k), 1.f,
+              static_cast<const float*>(g.a), blasint(g.lda), static_cast<const float*>(g.b),
+              blasint(g.ldb), 0.f, static_cast<float*>(g.c), blasint(g.ldc));
+}
+
+#if RELPOS_HAVE_ONEDNN
+// The bf16 matmul primitive on operands that are bf16 already.
+class RawBf16 {
+ public:
+  RawBf16(const Gemm& g, const std::vector<float>& a, const std::vector<float>& b, float* c)
+      : a16_(a.size()), b16_(b.size()) {
+    using dnnl::memory;
+    std::transform(a.begin(), a.end(), a16_.begin(), relpos::cpu::to_bf16);
+    std::transform(b.begin(), b.end(), b16_.begin(), relpos::cpu::to_bf16);
+    const auto bf16 = memory::data_type::bf16;
+    const memory::desc ad = g.trans_a ? memory::desc({g.m, g.k}, bf16, {1, g.m})
+                                      : memory::desc({g.m, g.k}, bf16, {g.k, 1});
+    const memory::desc bd = g.trans_b ? memory::desc({g.k, g.n}, bf16, {1, g.k})
+                                      : memory::desc({g.k, g.n}, bf16, {g.n, 1});
+    const memory::desc cd({g.m, g.n}, memory::data_type::f32, {g.n, 1});
+    primitive_ = dnnl::matmul(dnnl::matmul::primitive_desc({ad, bd, cd}, engine_));
+    args_ = {{DNNL_ARG_SRC, memory(ad, engine_, a16_.data())},
+             {DNNL_ARG_WEIGHTS, memory(bd, engine_, b16_.data())},
+             {DNNL_ARG_DST, memory(cd, engine_, c)}};
+  }
+  void run() {
+    primitive_.execute(stream_, args_);
+    stream_.wait();
+  }
+
+ private:
+  dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream_{engine_};
+  std::vector<std::uint16_t> a16_, b16_;
+  dnnl::matmul primitive_;
+  std::unordered_map<int, dnnl::memory> args_;
+};
+#endif
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  relpos::use_best_blas_kernel(argv);
+  CLI::App app{"The model's GEMMs: OpenBLAS f32 vs oneDNN f32 and bf16"};
+  int repetitions = 5;
+  double seconds = 0.2;
+  std::int64_t tokens = 8192, d_model = 256, d_ff = 1024;
+  app.add_option("--reps", repetitions, "interleaved repetitions per shape (fastest reported)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--seconds", seconds, "target duration of one timed repetition")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--tokens", tokens, "rows of every activation (batch × sequence)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--d-model", d_model, "model width")->check(CLI::PositiveNumber);
+  app.add_option("--d-ff", d_ff, "MLP hidden width")->check(CLI::PositiveNumber);
+  CLI11_PARSE(app, argc, argv);
+
+  std::vector<Gemm> gemms;
+  for (const auto& [name, in, out] :
+       std::vector<std::tuple<std::string, std::int64_t, std::int64_t>>{
+           {"qkv", d_model, 3 * d_model},
+           {"attn out", d_model, d_model},
+           {"ff in", d_model, d_ff},
+           {"ff out", d_ff, d_model}})
+    for (const Gemm& g : linear_gemms(name, tokens, in, out)) gemms.push_back(g);
+
+  const bool bf16 = relpos::bf16_unavailable_reason().empty();
+  std::printf(
+      "The model's GEMMs (%lld tokens, d_model %lld, d_ff %lld), %d threads, best of %d, "
+      "GFLOP/s\n\n",
+      static_cast<long long>(tokens), static_cast<long long>(d_model), static_cast<long long>(d_ff),
+      relpos::num_threads(), repetitions);
+  if (!bf16) std::printf("(no bf16 columns: %s)\n\n", relpos::bf16_unavailable_reason().c_str());
+  std::printf("| GEMM | M×N×K | OpenBLAS f32 | oneDNN f32 | relpos bf16 | raw oneDNN bf16 |\n");
+  std::printf("|---|---|---:|---:|---:|---:|\n");
+  relpos::Rng rng(1234);
+  double total_flops = 0;
+  std::vector<double> total_seconds(4, 0.0);
+  for (const Gemm& g : gemms) {
+    const std::vector<float> a = random_floats(g.m * g.k, rng);
+    const std::vector<float> b = random_floats(g.k * g.n, rng);
+    std::vector<float> c(static_cast<std::size_t>(g.m * g.n));
+    const GemmArgs fp32 = args_of(g, a.data(), b.data(), c.data());
+    std::vector<std::function<void()>> paths{[&] { openblas(fp32); }};
+    if (relpos::cpu::onednn_built()) paths.push_back([&] { relpos::cpu::onednn_gemm(fp32); });
+#if RELPOS_HAVE_ONEDNN
+    GemmArgs bf16_args = fp32;
+    bf16_args.precision = relpos::Precision::bf16;
+    std::unique_ptr<RawBf16> raw;
+    if (bf16) {
+      raw = std::make_unique<RawBf16>(g, a, b, c.data());
+      paths.push_back([&] { relpos::cpu::onednn_gemm(bf16_args); });
+      paths.push_back([&] { raw->run(); });
+    }
+#endif
+    std::vector<std::int64_t> calls;
+    for (auto& p : paths) calls.push_back(relpos::bench::calls_for(p, seconds));
+    std::vector<double> best(paths.size(), 1e30);
+    for (int r = 0; r < repetitions; ++r)
+      for (std::size_t i = 0; i < paths.size(); ++i)
+        best[i] = std::min(best[i], relpos::bench::seconds_per_call(paths[i], calls[i]));
+    const double flops = 2.0 * double(g.m) * double(g.n) * double(g.k);
+    total_flops += flops;
+    std::printf("| %s | %lld×%lld×%lld |", g.what.c_str(), static_cast<long long>(g.m),
+                static_cast<long long>(g.n), static_cast<long long>(g.k));
+    for (std::size_t i = 0; i < 4; ++i) {
+      if (i < paths.size()) {
+        total_seconds[i] += best[i];
+        std::printf(" %.1f |", flops / best[i] * 1e-9);
+      } else {
+        std::printf(" – |");
+      }
+    }
+    std::printf("\n");
+  }
+  std::printf("| all 12 | |");
+  for (double s : total_seconds) {
+    if (s > 0)
+      std::printf(" %.1f |", total_flops / s * 1e-9);
+    else
+      std::printf(" – |");
+  }
+  std::printf("\n");
+  return 0;
+}
