@@ -19,9 +19,9 @@ Block::Block(const ModelConfig& config, std::int64_t layer, const PositionScheme
   const ModelDims dims = model_dims(config);
   norm1_ = &register_module("norm1", std::make_unique<Norm>(config.norm, config.d_model));
   const std::int64_t knn_top_k = layer == config.knn_memory.layer ? config.knn_memory.top_k : 0;
-  attn_ = &register_module("attn", std::make_unique<MultiHeadAttention>(
-                                       dims, layer, scheme, config.attention_path, rng, chunk,
-                                       knn_top_k));
+  attn_ = &register_module(
+      "attn", std::make_unique<MultiHeadAttention>(dims, layer, scheme, config.attention_path, rng,
+                                                   chunk, knn_top_k));
   norm2_ = &register_module("norm2", std::make_unique<Norm>(config.norm, config.d_model));
   fc1_ =
       &register_module("mlp.fc1", std::make_unique<Linear>(config.d_model, config.d_ff, true, rng));

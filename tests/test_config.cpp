@@ -226,13 +226,9 @@ RunConfig every_key_expected() {
   c.data.task = {20, 3, 4, 1, 0};
   c.optim = {"sgd", 3e-4, 0.8, 0.95, 1e-6, 0.5, 0.9, true, 0.0, 4};
   c.schedule = {"warmup_linear", 7, 1e-5};
-  c.train = {77,         3,
-             11,         2,
-             13,         0,
-             "rollback", 5,
-             7,          std::numeric_limits<std::uint64_t>::max(),
-             2,          "cuda",
-             "bf16",     true,       "runs/every key"};
+  c.train = {77, 3,          11,     2,    13,
+             0,  "rollback", 5,      7,    std::numeric_limits<std::uint64_t>::max(),
+             2,  "cuda",     "bf16", true, "runs/every key"};
   c.eval.lengths = {64, 128, 512};
   return c;
 }

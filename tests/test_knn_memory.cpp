@@ -36,9 +36,8 @@ struct KnnLayer {
     config.scheme = "t5";
     const ModelDims dims{kModel, kHeads, 1, true};
     scheme = make_position_scheme(config, dims, rng);
-    attention =
-        std::make_unique<MultiHeadAttention>(dims, 0, *scheme, AttentionPath::flash, rng,
-                                             nullptr, top_k);
+    attention = std::make_unique<MultiHeadAttention>(dims, 0, *scheme, AttentionPath::flash, rng,
+                                                     nullptr, top_k);
     parameters = testing::randomize_parameters(*attention, DType::f64, rng);
     for (const Tensor& p : testing::randomize_parameters(*scheme, DType::f64, rng))
       parameters.push_back(p);

@@ -201,7 +201,7 @@ RunState load_run_for_inference(const std::filesystem::path& path, const std::st
     if (!data_source.empty()) config.data.source = data_source;
     config.train.device = "cpu";      // a checkpoint from a GPU run is usable on any machine
     config.train.precision = "fp32";  // and from a bf16 run on any CPU
-    config.train.mem_len = 0;  // no training stream is read; eval --mem-len asks for memory
+    config.train.mem_len = 0;         // no training stream is read; eval --mem-len asks for memory
     run = build_run(config);
     check_shapes_match(parameter_shapes(*run.model), shapes, path.string());
   };

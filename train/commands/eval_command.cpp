@@ -108,9 +108,8 @@ void run(const EvalOptions& o) {
     out["results"] = run_with_memory(streams, state, lengths, batches);
   } else {
     const auto points = evaluate(*state.model, *state.data, lengths, batches);
-    std::cout << fmt::format("{:>8} {:>10} {:>12} {:>10} {:>10} {:>10} {:>11}\n", "length",
-                             "loss", "perplexity", "bits/byte", "tokens", "accuracy",
-                             "exact_match");
+    std::cout << fmt::format("{:>8} {:>10} {:>12} {:>10} {:>10} {:>10} {:>11}\n", "length", "loss",
+                             "perplexity", "bits/byte", "tokens", "accuracy", "exact_match");
     for (const EvalPoint& p : points) {
       std::cout << fmt::format("{:>8} {:>10.4f} {:>12.3f} {:>10.4f} {:>10} {:>10} {:>11}\n",
                                p.length, p.loss, p.perplexity, p.bits_per_byte, p.tokens,
