@@ -130,16 +130,22 @@ def git_revision():
         return "unknown"
 
 
+def die(message):
+    """A user error: one line on stderr, exit status 2."""
+    print(f"train_throughput: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
 def torch_version(python, option):
     """The interpreter's torch version; exits with one line when it has none."""
     if not os.access(python, os.X_OK):
-        sys.exit(f"train_throughput: {option} {python}: no such interpreter; make the PyTorch "
-                 f"2.x venv with tools/torch-venv.sh or pass {option} PATH")
+        die(f"{option} {python}: no such interpreter; make the PyTorch 2.x venv with "
+            f"tools/torch-venv.sh or pass {option} PATH")
     probe = subprocess.run([python, "-c", "import torch; print(torch.__version__)"],
                            capture_output=True, text=True)
     if probe.returncode != 0:
-        sys.exit(f"train_throughput: {option} {python}: cannot import torch "
-                 f"({(probe.stderr.strip().splitlines() or ['no output'])[-1]})")
+        die(f"{option} {python}: cannot import torch "
+            f"({(probe.stderr.strip().splitlines() or ['no output'])[-1]})")
     return probe.stdout.strip()
 
 
@@ -149,8 +155,8 @@ class Runner:
     def __init__(self, args):
         self.binary = os.path.join(args.build_dir, "bench", "bench_train")
         if not os.access(self.binary, os.X_OK):
-            sys.exit(f"train_throughput: {self.binary} not found; build it with "
-                     f"cmake --build {args.build_dir} -j2 --target bench_train")
+            die(f"{self.binary} not found; build it with "
+                f"cmake --build {args.build_dir} -j2 --target bench_train")
         self.args = args
         self.versions = {"torch": torch_version(args.python, "--python")}
         if args.old_python:

@@ -46,6 +46,5 @@ if [ -n "$installed" ] && { [ -z "$wanted" ] || [ "$installed" = "$wanted" ]; };
 fi
 
 echo "torch-venv: installing $spec into $venv (PyPI; several GB)"
-"$venv/bin/python" -m pip install --disable-pip-version-check --upgrade pip
 "$venv/bin/python" -m pip install --disable-pip-version-check "$spec"
 "$venv/bin/python" -c 'import torch; print("torch-venv: torch", torch.__version__, "in", torch.__file__)'
