@@ -4,7 +4,8 @@
 // Prints one JSON line; bench/train_throughput.py runs both and compares them.
 //
 // The run is configured through the config loader (the same keys and parsing as
-// `relpos train`), so --scheme and --attention accept whatever the loader accepts.
+// `relpos train`), so --scheme and --attention accept whatever the loader accepts,
+// and --set adds any other key (e.g. --set train.precision=bf16).
 #include <cblas.h>
 #include <sys/resource.h>
 
@@ -15,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/allocator.h"
 #include "autograd/error.h"
 #include "autograd/ops/loss.h"
 #include "autograd/random.h"
@@ -40,6 +42,7 @@ struct Options {
   int warmup = 2;
   int threads = 2;
   int sgemm_reps = 7;
+  std::vector<std::string> settings;  // extra KEY=VALUE config overrides, applied last
 };
 
 // The benchmark model (d 256, 4 layers, 4 heads, d_ff 1024, pre-LN layernorm,
@@ -77,6 +80,7 @@ std::vector<std::string> config_overrides(const Options& o, std::int64_t batch) 
                                 "train.threads=" + std::to_string(o.threads),
                                 "train.seed=0"};
   if (!o.attention.empty()) v.push_back("model.attention=" + o.attention);
+  v.insert(v.end(), o.settings.begin(), o.settings.end());
   return v;
 }
 
@@ -150,7 +154,10 @@ nlohmann::json run_training(const Options& o) {
           {"median_step_s", median_step},
           {"tokens_per_s", tokens_per_s},
           {"model_gflops", flops_per_token * tokens_per_s / 1e9},
+          {"settings", o.settings},
           {"peak_rss_mib", peak_rss_mib()},
+          {"peak_tensor_mib",
+           static_cast<double>(allocator_for(run.device).stats().peak_bytes) / (1024.0 * 1024.0)},
           {"first_loss", losses.front()},
           {"final_loss", losses.back()}};
 }
@@ -217,6 +224,8 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", o.warmup, "untimed steps first")->check(CLI::NonNegativeNumber);
   app.add_option("--threads", o.threads)->check(CLI::PositiveNumber);
   app.add_option("--attention", o.attention, "model.attention; default: ModelConfig's");
+  app.add_option("--set", o.settings,
+                 "KEY=VALUE config override after the benchmark's own (e.g. train.precision=bf16)");
   app.add_flag("--sgemm", sgemm, "measure raw cblas_sgemm GFLOP/s instead of training");
   app.add_option("--sgemm-reps", o.sgemm_reps, "sgemm calls per shape")->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);

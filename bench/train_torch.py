@@ -1,8 +1,16 @@
 #!/usr/bin/python3
 """The PyTorch peer of bench_train: the same byte-level decoder LM, written the
-way common public PyTorch code writes it (eager mode, explicit attention
-matrices), trained on random windows of the bundled corpus. Prints one JSON line
-with the same fields as bench_train (bench/README.md).
+way common public PyTorch code writes it (explicit attention matrices), trained
+on random windows of the bundled corpus. Prints one JSON line with the same
+fields as bench_train (bench/README.md).
+
+Modes (--mode):
+  eager    fp32, eager (runs on PyTorch 1.13 and 2.x);
+  bf16     the same under torch.autocast("cpu", dtype=torch.bfloat16) for the
+           forward and the loss; parameters, gradients and AdamW stay fp32;
+  compile  fp32, the model wrapped in torch.compile (PyTorch 2.x; its default
+           inductor backend). Compilation happens in the warm-up steps: their
+           time beyond that of steady-state steps is reported as compile_s.
 
 Model: vocab 256, d_model 256, 4 layers, 4 heads, d_ff 1024, pre-LN layernorm,
 tanh GELU, tied embeddings, no dropout. AdamW(lr 1e-3, betas (0.9, 0.99),
@@ -22,6 +30,7 @@ Position schemes, as their usual implementations do them:
           pad-and-reshape relative shift.
 """
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -40,6 +49,7 @@ EMBED_STD = 0.02
 SINUSOID_SCALE = EMBED_STD * math.sqrt(2.0)  # as relpos: sinusoids at the embeddings' scale
 SHAW_CLIP, T5_BUCKETS, T5_MAX_DISTANCE, ROPE_BASE = 16, 32, 128, 10000.0
 SCHEMES = ("none", "sinusoidal", "learned", "t5", "shaw", "xl", "alibi", "rope")
+MODES = ("eager", "bf16", "compile")
 
 
 def inverse_frequencies(dim, base=10000.0):
@@ -325,9 +335,14 @@ def main():
     parser.add_argument("--steps", type=int, default=10, help="timed steps (median reported)")
     parser.add_argument("--warmup", type=int, default=2, help="untimed steps first")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--mode", choices=MODES, default="eager")
     args = parser.parse_args()
     if args.len < 2 or args.steps < 1 or args.warmup < 0 or args.threads < 1 or args.batch < 0:
         parser.error("need --len >= 2, --steps >= 1, --warmup >= 0, --threads >= 1, --batch >= 0")
+    if args.mode == "compile" and not hasattr(torch, "compile"):
+        parser.error(f"--mode compile: needs PyTorch 2.x (torch.compile), this is {torch.__version__}")
+    if args.mode == "compile" and args.warmup < 1:
+        parser.error("--mode compile: needs --warmup >= 1 (the first step compiles)")
     batch = args.batch or max(1, TOKENS_PER_STEP // args.len)
 
     torch.set_num_threads(args.threads)
@@ -337,20 +352,28 @@ def main():
     model = TransformerLM(args.scheme, args.len)
     model.train()
     optimizer = make_optimizer(model)
+    forward = torch.compile(model) if args.mode == "compile" else model
 
-    step_seconds, losses = [], []
+    def precision():
+        if args.mode == "bf16":
+            return torch.autocast("cpu", dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
+    step_seconds, warmup_seconds, losses = [], [], []
     for step in range(args.warmup + args.steps):
         start = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
         inputs, targets = random_windows(corpus, args.len, batch, generator)
-        logits = model(inputs)
-        loss = F.cross_entropy(logits.view(-1, VOCAB), targets.reshape(-1))
+        with precision():
+            logits = forward(inputs)
+            loss = F.cross_entropy(logits.view(-1, VOCAB), targets.reshape(-1))
         losses.append(loss.item())
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
-        if step >= args.warmup:
-            step_seconds.append(time.perf_counter() - start)
+        (step_seconds if step >= args.warmup else warmup_seconds).append(
+            time.perf_counter() - start
+        )
 
     median_step = statistics.median(step_seconds)
     tokens_per_s = batch * args.len / median_step
@@ -358,6 +381,7 @@ def main():
     print(json.dumps({
         "framework": "torch",
         "torch_version": torch.__version__,
+        "mode": args.mode,
         "scheme": args.scheme,
         "len": args.len,
         "batch": batch,
@@ -370,6 +394,9 @@ def main():
         "median_step_s": median_step,
         "tokens_per_s": tokens_per_s,
         "model_gflops": flops * tokens_per_s / 1e9,
+        "warmup_s": sum(warmup_seconds),
+        "compile_s": sum(warmup_seconds) - len(warmup_seconds) * median_step
+        if args.mode == "compile" else 0.0,
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
         "first_loss": losses[0],
         "final_loss": losses[-1],
