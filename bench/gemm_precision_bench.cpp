@@ -24,6 +24,7 @@
 #include "autograd/cpu/onednn_gemm.h"
 #include "autograd/random.h"
 #include "autograd/threads.h"
+#include "bench/parse_arguments.h"
 #include "bench/timing.h"
 
 #if RELPOS_HAVE_ONEDNN
@@ -127,7 +128,7 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--d-model", d_model, "model width")->check(CLI::PositiveNumber);
   app.add_option("--d-ff", d_ff, "MLP hidden width")->check(CLI::PositiveNumber);
-  CLI11_PARSE(app, argc, argv);
+  if (const auto code = relpos::bench::parse_arguments(app, argc, argv)) return *code;
 
   std::vector<Gemm> gemms;
   for (const auto& [name, in, out] :

@@ -16,6 +16,7 @@
 #include "autograd/random.h"
 #include "autograd/tape.h"
 #include "autograd/threads.h"
+#include "bench/parse_arguments.h"
 #include "bench/timing.h"
 
 namespace {
@@ -85,7 +86,7 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--seconds", seconds, "target duration of one timed repetition")
       ->check(CLI::PositiveNumber);
-  CLI11_PARSE(app, argc, argv);
+  if (const auto code = relpos::bench::parse_arguments(app, argc, argv)) return *code;
 
   const std::vector<GemmShape> shapes{
       {256, 256, 256}, {512, 512, 512}, {1024, 1024, 1024}, {2048, 256, 256}};

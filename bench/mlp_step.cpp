@@ -15,6 +15,7 @@
 #include "autograd/random.h"
 #include "autograd/tape.h"
 #include "autograd/threads.h"
+#include "bench/parse_arguments.h"
 #include "bench/timing.h"
 
 namespace {
@@ -61,7 +62,7 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", warmup, "untimed steps first")->check(CLI::NonNegativeNumber);
   app.add_option("--steps", steps, "steps per timed run")->check(CLI::PositiveNumber);
   app.add_option("--reps", repetitions, "timed runs (median reported)")->check(CLI::PositiveNumber);
-  CLI11_PARSE(app, argc, argv);
+  if (const auto code = relpos::bench::parse_arguments(app, argc, argv)) return *code;
 
   relpos::Rng rng(7);
   Mlp mlp(dim, hidden, rng);

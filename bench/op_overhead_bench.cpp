@@ -11,6 +11,7 @@
 
 #include "autograd/ops/elementwise.h"
 #include "autograd/tape.h"
+#include "bench/parse_arguments.h"
 #include "bench/timing.h"
 
 namespace {
@@ -62,7 +63,7 @@ int main(int argc, char** argv) {
   app.add_option("--ops", ops, "ops in the chain")->check(CLI::PositiveNumber);
   app.add_option("--reps", repetitions, "chains timed (median reported)")
       ->check(CLI::PositiveNumber);
-  CLI11_PARSE(app, argc, argv);
+  if (const auto code = relpos::bench::parse_arguments(app, argc, argv)) return *code;
 
   std::printf(
       "Per-op overhead, chain of %d add/mul ops on f32[4], median of %d chains (CPU µs/op)\n\n",

@@ -13,6 +13,7 @@
 #include "autograd/allocator.h"
 #include "autograd/ops/loss.h"
 #include "autograd/tape.h"
+#include "bench/parse_arguments.h"
 #include "bench/timing.h"
 #include "optim/clip.h"
 #include "train/config.h"
@@ -80,7 +81,7 @@ int main(int argc, char** argv) {
   app.add_option("--steps", o.steps, "timed steps per memory length");
   app.add_option("--warmup", o.warmup, "untimed steps first (they also fill the memory)");
   app.add_option("--threads", o.threads, "CPU threads");
-  CLI11_PARSE(app, argc, argv);
+  if (const auto code = bench::parse_arguments(app, argc, argv)) return *code;
   try {
     std::vector<RunState> runs;
     std::vector<Timed> timed(o.multiples.size());

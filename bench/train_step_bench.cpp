@@ -1,6 +1,7 @@
 // bench_train: training throughput of relpos's own TransformerLM on random byte
 // windows of the bundled corpus (the model of bench/train_torch.py, which is its
-// PyTorch peer), or, with --sgemm, the raw cblas_sgemm rate of the model's GEMMs.
+// PyTorch peer), or, with --gemm, a raw GEMM rate of the model's shapes (OpenBLAS sgemm or
+// relpos's own matmul in fp32 or bf16).
 // Prints one JSON line; bench/train_throughput.py runs both and compares them.
 //
 // The run is configured through the config loader (the same keys and parsing as
@@ -19,9 +20,12 @@
 #include "autograd/allocator.h"
 #include "autograd/error.h"
 #include "autograd/ops/loss.h"
+#include "autograd/ops/matmul.h"
+#include "autograd/precision.h"
 #include "autograd/random.h"
 #include "autograd/tape.h"
 #include "autograd/threads.h"
+#include "bench/parse_arguments.h"
 #include "bench/timing.h"
 #include "optim/clip.h"
 #include "train/config.h"
@@ -41,7 +45,7 @@ struct Options {
   int steps = 10;
   int warmup = 2;
   int threads = 2;
-  int sgemm_reps = 7;
+  int gemm_reps = 7;
   std::vector<std::string> settings;  // extra KEY=VALUE config overrides, applied last
 };
 
@@ -162,12 +166,14 @@ nlohmann::json run_training(const Options& o) {
           {"final_loss", losses.back()}};
 }
 
-// Raw cblas_sgemm on the forward shapes of one block at kTokensPerStep tokens:
-// the four d×d projections, fc1 and fc2. Each shape's rate is from the median
-// of `reps` calls; the combined rate is their FLOPs over their median times,
-// weighted by how often a block runs each shape. The same from the fastest call
-// of each shape ("best_gflops") shows how much the machine's load took.
-nlohmann::json run_sgemm(const Options& o) {
+// The raw GEMM rate on the forward shapes of one block at kTokensPerStep tokens: the four
+// d×d projections, fc1 and fc2. `kind` is "sgemm" (cblas_sgemm of OpenBLAS), "fp32" or
+// "bf16" (relpos's own matmul op, through whatever library the CPU backend picks for that
+// precision; bf16 includes rounding the f32 operands). Each shape's rate is from the median
+// of `reps` calls; the combined rate is their FLOPs over their median times, weighted by how
+// often a block runs each shape. The same from the fastest call of each shape
+// ("best_gflops") shows how much the machine's load took.
+nlohmann::json run_gemm(const Options& o, const std::string& kind) {
   set_num_threads(o.threads);
   struct Shape {
     std::int64_t m, k, n, count;
@@ -175,6 +181,8 @@ nlohmann::json run_sgemm(const Options& o) {
   const std::vector<Shape> shapes = {{kTokensPerStep, 256, 256, 4},
                                      {kTokensPerStep, 256, 1024, 1},
                                      {kTokensPerStep, 1024, 256, 1}};
+  const NoGradGuard no_grad;
+  const PrecisionScope precision(kind == "bf16" ? Precision::bf16 : Precision::fp32);
   Rng rng(11);
   nlohmann::json rows = nlohmann::json::array();
   double total_flops = 0.0, total_seconds = 0.0, best_seconds = 0.0;
@@ -182,6 +190,10 @@ nlohmann::json run_sgemm(const Options& o) {
     const Tensor a = randn({s.m, s.k}, rng), b = randn({s.k, s.n}, rng);
     Tensor c = Tensor::zeros({s.m, s.n});
     auto gemm = [&] {
+      if (kind != "sgemm") {
+        c = matmul(a, b);
+        return;
+      }
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(s.m),
                   static_cast<int>(s.n), static_cast<int>(s.k), 1.0f, a.data<float>(),
                   static_cast<int>(s.k), b.data<float>(), static_cast<int>(s.n), 0.0f,
@@ -189,7 +201,7 @@ nlohmann::json run_sgemm(const Options& o) {
     };
     gemm();  // warm-up
     std::vector<double> seconds;
-    for (int r = 0; r < o.sgemm_reps; ++r) seconds.push_back(bench::seconds_per_call(gemm, 1));
+    for (int r = 0; r < o.gemm_reps; ++r) seconds.push_back(bench::seconds_per_call(gemm, 1));
     const double t = bench::median(seconds);
     const double best = *std::min_element(seconds.begin(), seconds.end());
     const double flops = 2.0 * static_cast<double>(s.m * s.k * s.n);
@@ -202,9 +214,10 @@ nlohmann::json run_sgemm(const Options& o) {
     total_seconds += static_cast<double>(s.count) * t;
     best_seconds += static_cast<double>(s.count) * best;
   }
-  return {{"framework", "sgemm"},
+  return {{"framework", kind == "sgemm" ? "sgemm" : "relpos-gemm"},
+          {"kind", kind},
           {"threads", num_threads()},
-          {"reps", o.sgemm_reps},
+          {"reps", o.gemm_reps},
           {"shapes", rows},
           {"gflops", total_flops / total_seconds / 1e9},
           {"best_gflops", total_flops / best_seconds / 1e9}};
@@ -215,7 +228,7 @@ nlohmann::json run_sgemm(const Options& o) {
 int main(int argc, char** argv) {
   CLI::App app{"Training throughput of relpos's TransformerLM (JSON line on stdout)"};
   Options o;
-  bool sgemm = false;
+  std::string gemm;
   app.add_option("--scheme", o.scheme, "model.position.scheme");
   app.add_option("--len", o.len, "window length L")->check(CLI::Range(2, 1 << 20));
   app.add_option("--batch", o.batch, "sequences per step; default 8192 / L")
@@ -226,11 +239,14 @@ int main(int argc, char** argv) {
   app.add_option("--attention", o.attention, "model.attention; default: ModelConfig's");
   app.add_option("--set", o.settings,
                  "KEY=VALUE config override after the benchmark's own (e.g. train.precision=bf16)");
-  app.add_flag("--sgemm", sgemm, "measure raw cblas_sgemm GFLOP/s instead of training");
-  app.add_option("--sgemm-reps", o.sgemm_reps, "sgemm calls per shape")->check(CLI::PositiveNumber);
-  CLI11_PARSE(app, argc, argv);
+  app.add_option("--gemm", gemm,
+                 "measure a raw GEMM rate instead of training: sgemm (OpenBLAS), fp32 or bf16 "
+                 "(relpos's matmul op)")
+      ->check(CLI::IsMember({"sgemm", "fp32", "bf16"}));
+  app.add_option("--gemm-reps", o.gemm_reps, "calls per shape")->check(CLI::PositiveNumber);
+  if (const auto code = bench::parse_arguments(app, argc, argv)) return *code;
   try {
-    std::printf("%s\n", (sgemm ? run_sgemm(o) : run_training(o)).dump().c_str());
+    std::printf("%s\n", (gemm.empty() ? run_training(o) : run_gemm(o, gemm)).dump().c_str());
   } catch (const UsageError& e) {
     std::fprintf(stderr, "bench_train: %s\n", e.what());
     return 2;

@@ -21,6 +21,8 @@ Position schemes, as their usual implementations do them:
   sinusoidal, learned  absolute table added to the token embeddings;
   rope    rotate-half on q and k with cached cos/sin tables;
   alibi   an (H, L, L) bias matrix built once per forward;
+  kerple  KERPLE-log: a per-layer (H, L, L) bias -r1 log(1 + r2 |i - j|) with
+          r1 = exp(log_r1), r2 = exp(log_r2) learned per head;
   t5      bucketed distances of an (L, L) relative-position matrix, looked up in
           an nn.Embedding(num_buckets, heads) shared by all layers, added to scores;
   shaw    per-layer relative key and value tables gathered into (L, L, D) tensors
@@ -48,7 +50,7 @@ TOKENS_PER_STEP = 8192
 EMBED_STD = 0.02
 SINUSOID_SCALE = EMBED_STD * math.sqrt(2.0)  # as relpos: sinusoids at the embeddings' scale
 SHAW_CLIP, T5_BUCKETS, T5_MAX_DISTANCE, ROPE_BASE = 16, 32, 128, 10000.0
-SCHEMES = ("none", "sinusoidal", "learned", "t5", "shaw", "xl", "alibi", "rope")
+SCHEMES = ("none", "sinusoidal", "learned", "t5", "shaw", "xl", "alibi", "rope", "kerple")
 MODES = ("eager", "bf16", "compile")
 
 
@@ -132,6 +134,30 @@ class AlibiPosition(NoPosition):
         return {"bias": (bias + causal_additive_mask(length)).unsqueeze(0)}  # (1, H, L, L)
 
 
+class KerplePosition(NoPosition):
+    def __init__(self):
+        super().__init__()
+
+        def logs():
+            return nn.ParameterList(
+                [nn.Parameter(torch.randn(N_HEADS) * EMBED_STD) for _ in range(N_LAYERS)]
+            )
+
+        self.log_r1, self.log_r2 = logs(), logs()
+
+    def prepare(self, length):
+        pos = torch.arange(length)
+        distance = (pos[:, None] - pos[None, :]).clamp(min=0).float()  # (L, L): i - j
+        return {"distance": distance, "mask": causal_additive_mask(length)}
+
+    def bias(self, layer, shared):
+        """The layer's (1, H, L, L) bias with the causal mask folded in."""
+        r1 = self.log_r1[layer].exp()[:, None, None]  # (H, 1, 1)
+        r2 = self.log_r2[layer].exp()[:, None, None]
+        bias = -r1 * torch.log1p(r2 * shared["distance"])  # (H, L, L)
+        return (bias + shared["mask"]).unsqueeze(0)
+
+
 class T5Position(NoPosition):
     def __init__(self):
         super().__init__()
@@ -196,6 +222,7 @@ def make_position(scheme, max_len):
         "learned": lambda: LearnedPosition(max_len),
         "rope": lambda: RotaryPosition(max_len),
         "alibi": AlibiPosition,
+        "kerple": KerplePosition,
         "t5": T5Position,
         "shaw": ShawPosition,
         "xl": XlPosition,
@@ -249,6 +276,8 @@ class CausalSelfAttention(nn.Module):
             scores = (q @ k.transpose(-2, -1)) * scale  # (B, H, L, L)
         if "bias" in shared:
             scores = scores + shared["bias"]  # the causal mask is folded into the bias
+        elif self.scheme == "kerple":
+            scores = scores + position.bias(self.layer, shared)
         else:
             scores = scores.masked_fill(mask[:length, :length], float("-inf"))
         probs = F.softmax(scores, dim=-1)
