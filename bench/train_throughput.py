@@ -444,20 +444,20 @@ class Report:
                                         [(mine, s, n), (peer, s, n)]))
         return rows
 
-    def bf16_rate_rows(self):
-        mine = "relpos-bf16"
-        if mine not in self.contenders or BF16_RATE_LENGTH not in self.args.lengths:
+    def rate_rows(self, mine, probe, length, target):
+        """mine's model GFLOP/s at `length` as a share of the probe's raw GEMM rate."""
+        if mine not in self.contenders or length not in self.args.lengths:
             return []
-        rate = self.probe_rate("matmul-bf16")
+        rate = self.probe_rate(probe)
         rows = []
         for s in self.args.schemes:
-            pct = self.percent_of(mine, "matmul-bf16", s, BF16_RATE_LENGTH)
-            g = self.value(mine, s, BF16_RATE_LENGTH, "model_gflops")
+            pct = self.percent_of(mine, probe, s, length)
+            g = self.value(mine, s, length, "model_gflops")
             rows.append(self.judged(
-                f"{s} L={BF16_RATE_LENGTH}",
+                f"{s} L={length}",
                 f"{fmt(g, '.1f')} GFLOP/s = {fmt(pct, '.0f')}% of {fmt(rate, '.1f')} "
-                f"(target ≥ {BF16_RATE_TARGET:.0%})",
-                pct, lambda v: v >= 100 * BF16_RATE_TARGET, [(mine, s, BF16_RATE_LENGTH)]))
+                f"(target ≥ {target:.0%})",
+                pct, lambda v: v >= 100 * target, [(mine, s, length)]))
         return rows
 
     def memory_rows(self):
@@ -511,21 +511,6 @@ class Report:
                     q, lambda v: v <= RSS_TARGET, [(c, s, RSS_LONG), (c, s, RSS_SHORT)]))
         return rows
 
-    def fp32_rate_rows(self):
-        mine = "relpos-fp32"
-        if mine not in self.contenders or FP32_RATE_LENGTH not in self.args.lengths:
-            return []
-        rows = []
-        for s in self.args.schemes:
-            pct = self.percent_of(mine, "gemm-fp32", s, FP32_RATE_LENGTH)
-            g = self.value(mine, s, FP32_RATE_LENGTH, "model_gflops")
-            rows.append(self.judged(
-                f"{s} L={FP32_RATE_LENGTH}",
-                f"{fmt(g, '.1f')} GFLOP/s = {fmt(pct, '.0f')}% of "
-                f"{fmt(self.probe_rate('gemm-fp32'), '.1f')} (target ≥ {FP32_RATE_TARGET:.0%})",
-                pct, lambda v: v >= 100 * FP32_RATE_TARGET, [(mine, s, FP32_RATE_LENGTH)]))
-        return rows
-
     def targets(self):
         bf16_lengths = ", ".join(str(n) for n in BF16_SPEEDUP_LENGTHS)
         return ["## Targets", "",
@@ -534,7 +519,8 @@ class Report:
                              self.speed_rows("relpos-bf16", "torch-bf16", BF16_SPEEDUP_LENGTHS)),
                 *self.target(f"relpos bf16 model GFLOP/s at L = {BF16_RATE_LENGTH} ≥ "
                              f"{BF16_RATE_TARGET:.0%} of raw torch.matmul bf16",
-                             self.bf16_rate_rows()),
+                             self.rate_rows("relpos-bf16", "matmul-bf16", BF16_RATE_LENGTH,
+                                            BF16_RATE_TARGET)),
                 *self.target(f"relpos fp32 ≥ {SPEEDUP_TARGET}× PyTorch fp32 eager tokens/s at "
                              f"L = {FP32_SPEEDUP_LENGTHS[0]}",
                              self.speed_rows("relpos-fp32", "torch-eager", FP32_SPEEDUP_LENGTHS)),
@@ -546,7 +532,8 @@ class Report:
                              f"L = {RSS_SHORT}", self.rss_rows()),
                 *self.target(f"relpos fp32 model GFLOP/s at L = {FP32_RATE_LENGTH} ≥ "
                              f"{FP32_RATE_TARGET:.0%} of relpos's raw fp32 matmul rate",
-                             self.fp32_rate_rows()),
+                             self.rate_rows("relpos-fp32", "gemm-fp32", FP32_RATE_LENGTH,
+                                            FP32_RATE_TARGET)),
                 ""]
 
     def raw(self):

@@ -18,18 +18,7 @@ venv="${RELPOS_TORCH_VENV:-$root/.venv-torch}"
 spec="${RELPOS_TORCH_SPEC:-torch==2.15.0}"
 base_python=/usr/bin/python3
 
-[ -x "$base_python" ] || { echo "torch-venv: $base_python not found (Debian's python3)" >&2; exit 1; }
-
-if ! "$base_python" -c "import ensurepip, venv" 2>/dev/null; then
-  echo "torch-venv: installing python3-venv"
-  sudo_cmd=()
-  if [ "$(id -u)" -ne 0 ]; then
-    command -v sudo >/dev/null || { echo "torch-venv: need root (or sudo) for apt-get install python3-venv" >&2; exit 1; }
-    sudo_cmd=(sudo)
-  fi
-  "${sudo_cmd[@]}" apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends python3-venv
-fi
+"$root/tools/apt-install.sh" python3 python3-venv  # Debian's python3, its venv and ensurepip
 
 if [ ! -x "$venv/bin/python" ]; then
   echo "torch-venv: creating $venv"
