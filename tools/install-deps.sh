@@ -6,6 +6,7 @@ packages=(
   cmake g++ make pkg-config
   libopenblas-openmp-dev   # BLAS, OpenMP build (its threads are our OpenMP threads)
   libdnnl-dev              # oneDNN: f32 and bf16 matrix products (docs/bf16.md)
+  ocl-icd-opencl-dev       # OpenCL headers and loader: Debian's oneDNN CMake config requires them
   libyaml-cpp-dev          # configs
   libhdf5-dev              # checkpoints
   catch2                   # tests (Catch2 v2)
