@@ -78,6 +78,7 @@ Batch stream_segment(std::span<const std::int64_t> tokens, std::int64_t seq_len,
   Batch batch = empty_batch(rows, seq_len);
   for (std::int64_t row = 0; row < rows; ++row)
     fill_row(batch, row, tokens, row * part + segment * seq_len);
+  batch.starts_streams = segment == 0;
   return batch;
 }
 

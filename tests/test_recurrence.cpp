@@ -77,6 +77,8 @@ TEST_CASE("stream segments: each row continues its own part of the text", "[recu
         REQUIRE(b.targets.data<std::int64_t>()[row * 6 + i] == row * 20 + s * 6 + i + 1);
       }
   }
+  for (std::uint64_t index = 0; index < 7; ++index)
+    REQUIRE(stream_segment(tokens, 6, 2, index).starts_streams == (index % 3 == 0));
   REQUIRE_THROWS_AS(stream_segment(tokens, 30, 2, 0), UsageError);
 }
 
@@ -236,6 +238,27 @@ TEST_CASE("recurrence: resume in the middle of the streams is bit-exact", "[recu
   c.memory.clear();
   train(c);
   REQUIRE(parameters_of(a) != parameters_of(c));
+}
+
+TEST_CASE("recurrence: when the streams start over, the memory is emptied",
+          "[recurrence][trainer]") {
+  // A 400-byte text, half of it for training: 4 rows of (200 - 1) / 4 = 49 bytes hold 3
+  // segments of 16 each, so the 4th step starts every row's stream over.
+  testing::TempDir dir("recurrent_wrap");
+  std::string text(400, 'a');
+  for (std::size_t i = 0; i < text.size(); ++i) text[i] = static_cast<char>('a' + (i * 7) % 26);
+  const fs::path file = dir.write("text.txt", text);
+  const auto memory_width_after = [&](int steps) {
+    RunState run = build_run(recurrent_config(
+        dir.path() / ("run" + std::to_string(steps)),
+        {"data.source=" + file.string(), "data.val_fraction=0.5", "train.mem_len=32",
+         "train.steps=" + std::to_string(steps)}));
+    train(run);
+    REQUIRE(run.memory.size() == 2);
+    return run.memory[0].size(1);
+  };
+  REQUIRE(memory_width_after(3) == 32);  // segments 1 and 2 of each row
+  REQUIRE(memory_width_after(4) == 16);  // only the new first segment
 }
 
 TEST_CASE("recurrence: config errors name the keys", "[recurrence][config]") {

@@ -447,6 +447,10 @@ TrainSummary train(RunState& run, RunStart start) {
       Tensor loss;
       const PrecisionScope precision(run.precision);  // the backward repeats the forward's
       if (world == 1) {
+        if (batch.starts_streams) {  // the rows' texts start over: no earlier text to recall
+          run.memory.clear();
+          run.knn_memory.clear();
+        }
         const Tensor logits =  // (B, L, V)
             forward_segment(model, batch.inputs.to(run.device), run.memory, c.train.mem_len,
                             c.model.knn_memory.enabled() ? &run.knn_memory : nullptr);
