@@ -114,11 +114,16 @@ def memory_total_bytes():
 
 
 def cpu_model():
+    """The model name and which of the vector and matrix units that matter here it has."""
+    name, flags = platform.processor() or "unknown CPU", set()
     with open("/proc/cpuinfo") as f:
         for line in f:
             if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown CPU"
+                name = line.split(":", 1)[1].strip()
+            elif line.startswith("flags"):
+                flags = set(line.split(":", 1)[1].split())
+    units = [u for u in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if u in flags]
+    return f"{name} ({', '.join(units) or 'none of avx2, avx512f, avx512_bf16, amx_bf16'})"
 
 
 def git_revision():
@@ -166,6 +171,9 @@ class Runner:
         self.contenders = ([f"relpos-{p}" for p in args.relpos_precisions] +
                            [f"torch-{m}" for m in args.torch_modes] +
                            (["old-eager"] if args.old_python else []))
+        # The bf16 rates are measured only for a run that has a bf16 contender.
+        bf16 = any(c.endswith("bf16") for c in self.contenders)
+        self.probes = [p for p in PROBES if bf16 or not p.endswith("bf16")]
         self.env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
         self.limit = int(args.mem_limit_gib * 2**30)
 
@@ -280,7 +288,7 @@ class Report:
                     f"{' '.join(shlex.quote(x) for x in r.command(c, 'SCHEME', 'L'))}`"
                     for c in self.contenders]
         probe_lines = []
-        for probe in PROBES:
+        for probe in r.probes:
             probe_lines.append(f"  - {PROBE_LABELS[probe]}: `{' '.join(r.command(probe))}`")
             for when, p in zip(("start", "end"), self.probes):
                 s = p.get(probe)
@@ -581,7 +589,7 @@ def main():
     started = datetime.datetime.now(datetime.timezone.utc)
     load_start = os.getloadavg()[0]
     total = (len(args.schemes) * len(args.lengths) * args.rounds * len(runner.contenders) +
-             2 * len(PROBES))
+             2 * len(runner.probes))
     done = 0
 
     def measure(contender, scheme=None, length=None, label=""):
@@ -592,7 +600,7 @@ def main():
               file=sys.stderr, flush=True)
         return result
 
-    probes = [{p: measure(p, label="start") for p in PROBES}]
+    probes = [{p: measure(p, label="start") for p in runner.probes}]
     results = {}
     for length in args.lengths:
         for scheme in args.schemes:
@@ -600,7 +608,7 @@ def main():
             for r in range(args.rounds):
                 label = f"{scheme} L={length} round {r + 1}"
                 rounds.append({c: measure(c, scheme, length, label) for c in runner.contenders})
-    probes.append({p: measure(p, label="end") for p in PROBES})
+    probes.append({p: measure(p, label="end") for p in runner.probes})
 
     report = Report(args, runner, results, probes, started, load_start)
     write_atomically(args.out, report.text())
