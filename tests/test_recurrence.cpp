@@ -9,9 +9,7 @@
 #include "autograd/ops/shape.h"
 #include "autograd/tape.h"
 #include "data/sampler.h"
-#include "layers/position/registry.h"
-#include "layers/transformer.h"
-#include "scheme_harness.h"
+#include "recurrence_helpers.h"
 #include "test_files.h"
 #include "test_helpers.h"
 #include "train/checkpoint.h"
@@ -23,45 +21,12 @@
 using namespace relpos;
 namespace fs = std::filesystem;
 
-namespace {
-
-constexpr std::int64_t kVocab = 16, kSegment = 4, kSegments = 3;
-
-// A two-layer fp64 model of `scheme` with every parameter random (XL's zero tables too).
-std::unique_ptr<TransformerLM> fp64_model(const std::string& scheme) {
-  ModelConfig c;
-  c.vocab = kVocab;
-  c.d_model = 8;
-  c.n_layers = 2;
-  c.n_heads = 2;
-  c.d_ff = 16;
-  c.position.scheme = scheme;
-  Rng rng(70);
-  auto model = std::make_unique<TransformerLM>(c, rng);
-  testing::randomize_parameters(*model, DType::f64, rng, 0.3);
-  return model;
-}
-
-Tensor random_tokens(std::int64_t batch, std::int64_t len, Rng& rng) {
-  Tensor t = Tensor::empty({batch, len}, DType::i64);
-  for (std::int64_t i = 0; i < t.numel(); ++i)
-    t.data<std::int64_t>()[i] = static_cast<std::int64_t>(rng.below(kVocab));
-  return t;
-}
-
-Tensor segment(const Tensor& tokens, std::int64_t t) {
-  return slice(tokens, 1, t * kSegment, (t + 1) * kSegment).contiguous();
-}
-
-// The relative schemes: every registered scheme whose positions are distances.
-std::vector<std::string> relative_schemes() {
-  std::vector<std::string> out;
-  for (const PositionSchemeEntry& e : position_schemes())
-    if (!e.absolute) out.push_back(e.name);
-  return out;
-}
-
-}  // namespace
+using testing::fp64_model;
+using testing::kSegment;
+using testing::kSegments;
+using testing::random_tokens;
+using testing::relative_schemes;
+using testing::segment;
 
 TEST_CASE("stream segments: each row continues its own part of the text", "[recurrence]") {
   std::vector<std::int64_t> tokens(41);
