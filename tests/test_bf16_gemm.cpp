@@ -42,13 +42,6 @@ double bf16_product_bound(std::int64_t k) {
   return 2 * u + u * u + gamma * (1 + u) * (1 + u);
 }
 
-bool bf16_usable() {
-  const std::string why = bf16_unavailable_reason();
-  if (why.empty()) return true;
-  WARN("SKIPPED: bf16 products are not available: " << why);
-  return false;
-}
-
 // Entry i of the leading axis, without it.
 Tensor entry(const Tensor& t, std::int64_t i) { return squeeze(slice(t.detach(), 0, i, i + 1), 0); }
 
@@ -109,7 +102,7 @@ std::vector<double> transposed(const std::vector<double>& a, std::int64_t m, std
 }  // namespace
 
 TEST_CASE("bf16 linear: forward, dx and dW within the bf16 bound of f64", "[bf16]") {
-  if (!bf16_usable()) return;
+  if (!testing::bf16_usable()) return;
   const std::int64_t rows = 37, in = 70, out = 23;  // odd sizes: no kernel's favourite tile
   Rng rng(11);
   Tensor x = f32_leaf({rows, in}, rng), w = f32_leaf({out, in}, rng);
@@ -131,7 +124,7 @@ TEST_CASE("bf16 linear: forward, dx and dW within the bf16 bound of f64", "[bf16
 }
 
 TEST_CASE("bf16 matmul: batched and transposed operands within the bf16 bound of f64", "[bf16]") {
-  if (!bf16_usable()) return;
+  if (!testing::bf16_usable()) return;
   const std::int64_t batch = 3, m = 9, k = 33, n = 14;
   Rng rng(12);
   Tensor a = f32_leaf({batch, m, k}, rng);
@@ -155,7 +148,7 @@ TEST_CASE("bf16 matmul: batched and transposed operands within the bf16 bound of
 }
 
 TEST_CASE("bf16 matmul: a batch times a shared matrix, and its folded dB", "[bf16]") {
-  if (!bf16_usable()) return;
+  if (!testing::bf16_usable()) return;
   const std::int64_t batch = 2, m = 5, k = 40, n = 7;
   Rng rng(13);
   Tensor a = f32_leaf({batch, m, k}, rng), b = f32_leaf({k, n}, rng);
@@ -174,7 +167,7 @@ TEST_CASE("bf16 matmul: a batch times a shared matrix, and its folded dB", "[bf1
 }
 
 TEST_CASE("bf16 rounds the operands: 1 + 2^-10 becomes 1, where fp32 keeps it", "[bf16]") {
-  if (!bf16_usable()) return;
+  if (!testing::bf16_usable()) return;
   // 1 + 2^-10 lies between the bf16 neighbours 1 and 1 + 2^-7, nearer 1.
   const Tensor a = Tensor::from_data(std::vector<float>{1.0f + 0x1p-10f}, {1, 1});
   const Tensor b = Tensor::from_data(std::vector<float>{1.0f}, {1, 1});
@@ -185,7 +178,7 @@ TEST_CASE("bf16 rounds the operands: 1 + 2^-10 becomes 1, where fp32 keeps it", 
 }
 
 TEST_CASE("bf16 products err by more than fp32's on random data, and within the bound", "[bf16]") {
-  if (!bf16_usable()) return;
+  if (!testing::bf16_usable()) return;
   const std::int64_t m = 16, k = 64, n = 16;
   Rng rng(14);
   const Tensor a = randn({m, k}, rng, DType::f32), b = randn({k, n}, rng, DType::f32);
@@ -200,7 +193,7 @@ TEST_CASE("bf16 products err by more than fp32's on random data, and within the 
 }
 
 TEST_CASE("the backward uses the precision its op recorded, not the one in force", "[bf16]") {
-  if (!bf16_usable()) return;
+  if (!testing::bf16_usable()) return;
   Rng rng(15);
   const Tensor x0 = randn({6, 30}, rng, DType::f32), w0 = randn({4, 30}, rng, DType::f32);
   const Tensor gy = randn({6, 4}, rng, DType::f32);

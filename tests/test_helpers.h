@@ -1,13 +1,25 @@
 #pragma once
 // Helpers shared by the tests.
 #include <catch2/catch.hpp>
+#include <string>
 #include <vector>
 
+#include "autograd/bf16_support.h"
 #include "autograd/gradcheck.h"
 #include "autograd/random.h"
 #include "autograd/tensor.h"
 
 namespace relpos::testing {
+
+// Whether train.precision=bf16's matrix products run here (oneDNN and a CPU with
+// AVX-512-BF16 or AMX); where they don't, says "SKIPPED: ..." (ctest reports the test
+// as skipped) and returns false.
+inline bool bf16_usable() {
+  const std::string why = bf16_unavailable_reason();
+  if (why.empty()) return true;
+  WARN("SKIPPED: bf16 products are not available: " << why);
+  return false;
+}
 
 // Small tensors from literal values, in the dtype each name says: f64({1, 2, 3, 4}, {2, 2}).
 inline Tensor f64(const std::vector<double>& values, const Shape& shape) {
