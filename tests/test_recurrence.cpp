@@ -214,10 +214,10 @@ TEST_CASE("recurrence: when the streams start over, the memory is emptied",
   for (std::size_t i = 0; i < text.size(); ++i) text[i] = static_cast<char>('a' + (i * 7) % 26);
   const fs::path file = dir.write("text.txt", text);
   const auto memory_width_after = [&](int steps) {
-    RunState run = build_run(recurrent_config(
-        dir.path() / ("run" + std::to_string(steps)),
-        {"data.source=" + file.string(), "data.val_fraction=0.5", "train.mem_len=32",
-         "train.steps=" + std::to_string(steps)}));
+    RunState run =
+        build_run(recurrent_config(dir.path() / ("run" + std::to_string(steps)),
+                                   {"data.source=" + file.string(), "data.val_fraction=0.5",
+                                    "train.mem_len=32", "train.steps=" + std::to_string(steps)}));
     train(run);
     REQUIRE(run.memory.size() == 2);
     return run.memory[0].size(1);
