@@ -92,8 +92,10 @@ namespace {
 
 // Bytes a linear layer keeps after its forward once its input is dropped: its output and
 // what its backward saved. The input is a non-leaf made by add, which saves nothing, so
-// the linear layer alone can hold it.
-std::size_t kept_by_linear(Precision precision, std::int64_t rows, std::int64_t in) {
+// the linear layer alone can hold it; or, `input_saved`, by mul_scalar, which saves its
+// output for its own backward.
+std::size_t kept_by_linear(Precision precision, bool input_saved, std::int64_t rows,
+                           std::int64_t in) {
   Rng rng(162);
   const Tensor x0 = leaf(randn({rows, in}, rng));
   const Tensor w = leaf(randn({32, in}, rng));
@@ -102,7 +104,7 @@ std::size_t kept_by_linear(Precision precision, std::int64_t rows, std::int64_t 
   Tensor y;
   {
     const PrecisionScope scope(precision);
-    y = linear(add(x0, x0), w, Tensor());
+    y = linear(input_saved ? mul_scalar(x0, 2.0) : add(x0, x0), w, Tensor());
   }
   const std::size_t kept = allocator.stats().current_bytes - before;
   backward(sum(y));
@@ -113,15 +115,19 @@ std::size_t kept_by_linear(Precision precision, std::int64_t rows, std::int64_t 
 }  // namespace
 
 TEST_CASE(
-    "a bf16 linear layer keeps its input in half of f32's bytes "
-    "(skipped without bf16 products)",
+    "a bf16 linear layer keeps its input in half of f32's bytes, and no copy of an input "
+    "that another op keeps (skipped without bf16 products)",
     "[bf16][linear][memory]") {
   if (!bf16_usable()) return;
   const std::int64_t rows = 96, in = 80;
-  const std::size_t fp32 = kept_by_linear(Precision::fp32, rows, in);
-  const std::size_t bf16 = kept_by_linear(Precision::bf16, rows, in);
-  INFO("kept after the forward: fp32 " << fp32 << " B, bf16 " << bf16 << " B");
-  REQUIRE(fp32 - bf16 == static_cast<std::size_t>(rows * in) * 2);
+  for (bool input_saved : {false, true}) {
+    const std::size_t fp32 = kept_by_linear(Precision::fp32, input_saved, rows, in);
+    const std::size_t bf16 = kept_by_linear(Precision::bf16, input_saved, rows, in);
+    INFO("input saved by its producer: " << input_saved << "; kept after the forward: fp32 " << fp32
+                                         << " B, bf16 " << bf16 << " B");
+    const std::size_t halved = input_saved ? 0 : static_cast<std::size_t>(rows * in) * 2;
+    REQUIRE(fp32 == bf16 + halved);
+  }
 }
 
 namespace {

@@ -78,10 +78,12 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activat
   if (bias.defined() && z.numel() > 0) backend.copy(z, broadcast_view(bias, out_shape));
   const bool record = Tape::should_record({&x, &weight, &bias});
   // bf16 on the CPU: dW's product reads x as this product rounds it, kept in bf16
-  // (autograd/ops/bf16_input.h) instead of x in f32.
+  // (autograd/ops/bf16_input.h) instead of x in f32, unless an earlier op keeps x in f32
+  // anyway (attention's output, which the flash kernel's backward reads), where a copy
+  // would only add bytes.
   const bool keep_bf16 = record && weight.requires_grad() && precision == Precision::bf16 &&
                          xc.dtype() == DType::f32 && xc.device() == Device::cpu && z.numel() > 0 &&
-                         in > 0;
+                         in > 0 && !Tape::current().saves_storage_of(xc);
   const Bf16Input x16 = keep_bf16 ? bf16_input(xc) : Bf16Input{};
   auto* const x16_bits = x16.bits ? static_cast<std::uint16_t*>(x16.bits->data()) : nullptr;
   const Operand x_operand =
