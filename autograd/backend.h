@@ -47,6 +47,14 @@ struct GemmArgs {
   DType dtype = DType::f32;
   // bf16: f32 operands are rounded to bfloat16, products accumulate in f32 (CPU with oneDNN).
   Precision precision = Precision::fp32;
+  // bf16 only. a_is_bf16 / b_is_bf16: that operand holds bfloat16 bits already (uint16, laid
+  // out as lda/stride_a or ldb/stride_b say) and is not rounded again. a_bf16_out: where to
+  // write A's rounding instead of a scratch block that lives for the call; A as stored
+  // (before op()), row-major without padding, batch entries one after another (one matrix
+  // when stride_a is 0). A later product may pass that copy back with a_is_bf16 (linear's
+  // dW reads its forward's rounding of x, autograd/ops/linear.cpp).
+  bool a_is_bf16 = false, b_is_bf16 = false;
+  std::uint16_t* a_bf16_out = nullptr;
 };
 
 // The gathers that express relative position terms. All index a row of Lk keys.

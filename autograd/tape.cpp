@@ -147,6 +147,13 @@ void Tape::backward(const Tensor& root, const Tensor& grad_root) {
   clear();
 }
 
+bool Tape::saves_storage_of(const Tensor& t) const {
+  for (const TapeNode& node : nodes_)
+    for (const SavedTensor& s : node.saved)
+      if (s.tensor.storage() == t.storage()) return true;
+  return false;
+}
+
 void backward(const Tensor& root) {
   if (!root.defined() || root.numel() != 1)
     fail("backward(): {} is not a scalar; pass an output gradient of the same shape",

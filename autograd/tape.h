@@ -47,6 +47,10 @@ class Tape {
 
   void backward(const Tensor& root, const Tensor& grad_root);
 
+  // Whether an op recorded so far saved a tensor that shares t's storage (a bf16 linear
+  // layer then keeps that f32 input rather than a copy of it; autograd/ops/linear.cpp).
+  bool saves_storage_of(const Tensor& t) const;
+
  private:
   std::vector<TapeNode> nodes_;
   std::uint64_t epoch_ = 1;

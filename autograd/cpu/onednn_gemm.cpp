@@ -9,10 +9,11 @@
 #include <dnnl.hpp>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <tuple>
-#include <vector>
 
 #include "autograd/cpu/bf16_round.h"
+#include "autograd/storage.h"
 #endif
 
 namespace relpos {
@@ -100,13 +101,29 @@ struct State {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
   std::map<Key, Entry> primitives;
-  std::vector<std::uint16_t> a16, b16;  // the rounded operands of the current call
   std::mutex mutex;
 };
 
 State& state() {
   static State s;
   return s;
+}
+
+// A bf16 operand of the primitive: `data` itself when it is bf16 already, else its rounding,
+// written to `out` when given and otherwise to `scratch`, a block of the tensor allocator
+// that lives as long as the caller keeps it. Rounding packs the operand, so `s` becomes
+// the packed layout.
+const void* bf16_operand(const void* data, bool is_bf16, std::uint16_t* out, Stored& s,
+                         std::int64_t batch, std::optional<Storage>& scratch) {
+  if (is_bf16) return data;
+  if (out == nullptr) {
+    const std::int64_t size = (s.stride == 0 ? 1 : batch) * s.rows * s.cols;
+    scratch.emplace(static_cast<std::size_t>(size) * sizeof(std::uint16_t), Device::cpu);
+    out = static_cast<std::uint16_t*>(scratch->data());
+  }
+  round_to_bf16(static_cast<const float*>(data), s, batch, out);
+  s = packed(s);
+  return out;
 }
 
 Entry make_entry(State& st, const GemmArgs& g, const Stored& a, const Stored& b, bool bf16) {
@@ -136,24 +153,19 @@ void onednn_gemm(const GemmArgs& g) {
   if (bf16) {
     const std::string why = bf16_unavailable_reason();
     require(why.empty(), "train.precision=bf16 is not available: {}", why);
+  } else if (g.a_is_bf16 || g.b_is_bf16 || g.a_bf16_out != nullptr) {
+    throw InternalError("onednn_gemm: bf16 operands given to an fp32 product");
   }
-  State& st = state();
-  const std::lock_guard lock(st.mutex);
   Stored a = stored_a(g), b = stored_b(g);
   const void* a_data = g.a;
   const void* b_data = g.b;
+  std::optional<Storage> a_scratch, b_scratch;  // freed when the call returns
   if (bf16) {
-    const std::int64_t a_size = (a.stride == 0 ? 1 : g.batch) * a.rows * a.cols;
-    const std::int64_t b_size = (b.stride == 0 ? 1 : g.batch) * b.rows * b.cols;
-    if (std::ssize(st.a16) < a_size) st.a16.resize(a_size);
-    if (std::ssize(st.b16) < b_size) st.b16.resize(b_size);
-    round_to_bf16(static_cast<const float*>(g.a), a, g.batch, st.a16.data());
-    round_to_bf16(static_cast<const float*>(g.b), b, g.batch, st.b16.data());
-    a = packed(a);
-    b = packed(b);
-    a_data = st.a16.data();
-    b_data = st.b16.data();
+    a_data = bf16_operand(g.a, g.a_is_bf16, g.a_bf16_out, a, g.batch, a_scratch);
+    b_data = bf16_operand(g.b, g.b_is_bf16, nullptr, b, g.batch, b_scratch);
   }
+  State& st = state();
+  const std::lock_guard lock(st.mutex);
   const Key key{bf16,     g.trans_a, g.trans_b, g.batch, g.m,        g.n,     g.k,   a.ld,
                 a.stride, b.ld,      b.stride,  g.ldc,   g.stride_c, g.alpha, g.beta};
   auto found = st.primitives.find(key);
