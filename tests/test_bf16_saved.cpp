@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "autograd/allocator.h"
-#include "autograd/bf16_support.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/linear.h"
 #include "autograd/ops/loss.h"
@@ -22,17 +21,11 @@
 #include "autograd/random.h"
 #include "autograd/tape.h"
 #include "layers/transformer.h"
+#include "test_helpers.h"
 
 using namespace relpos;
 
 namespace {
-
-bool bf16_usable() {
-  const std::string why = bf16_unavailable_reason();
-  if (why.empty()) return true;
-  WARN("SKIPPED: bf16 products are not available: " << why);
-  return false;
-}
 
 // The bit patterns of an f32 tensor, row-major.
 std::vector<std::uint32_t> bits(const Tensor& t) {
@@ -58,7 +51,7 @@ TEST_CASE(
     "bf16 linear layers keeping x as bf16 give the bits of rounding x in each product "
     "(skipped without bf16 products)",
     "[bf16][linear]") {
-  if (!bf16_usable()) return;
+  if (!testing::bf16_usable()) return;
   const std::int64_t in = 48, out = 40, rows = 3 * 13;
   Rng rng(161);
   const Tensor x0 = randn({3, 13, in}, rng);
@@ -118,7 +111,7 @@ TEST_CASE(
     "a bf16 linear layer keeps its input in half of f32's bytes, and no copy of an input "
     "that another op keeps (skipped without bf16 products)",
     "[bf16][linear][memory]") {
-  if (!bf16_usable()) return;
+  if (!testing::bf16_usable()) return;
   const std::int64_t rows = 96, in = 80;
   for (bool input_saved : {false, true}) {
     const std::size_t fp32 = kept_by_linear(Precision::fp32, input_saved, rows, in);
@@ -167,7 +160,7 @@ TEST_CASE(
     "a bf16 training step of a small language model peaks below fp32's "
     "(skipped without bf16 products)",
     "[bf16][memory]") {
-  if (!bf16_usable()) return;
+  if (!testing::bf16_usable()) return;
   const std::size_t fp32 = step_peak(Precision::fp32);
   const std::size_t bf16 = step_peak(Precision::bf16);
   INFO("peak tensor bytes: fp32 " << fp32 << ", bf16 " << bf16);
