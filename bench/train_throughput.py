@@ -165,6 +165,7 @@ class Runner:
             die(f"{self.binary} not found; build it with "
                 f"cmake --build {args.build_dir} -j2 --target bench_train")
         self.args = args
+        self.revision = git_revision()  # at the start: the tree the programs were built from
         self.versions = {"torch": torch_version(args.python, "--python")}
         if args.old_python:
             self.versions["old"] = torch_version(args.old_python, "--old-python")
@@ -317,7 +318,7 @@ class Report:
             f"{memory_total_bytes() / 2**30:.1f} GiB RAM; {platform.platform()}",
             f"- load average (1 min): {self.load_start:.2f} at the start, "
             f"{os.getloadavg()[0]:.2f} at the end",
-            f"- relpos: git {git_revision()}; {versions}",
+            f"- relpos: git {r.revision}; {versions}",
             f"- driver: `/usr/bin/python3 bench/train_throughput.py {' '.join(sys.argv[1:])}`",
             f"- rounds per (scheme, L): {a.rounds}, each running, in this order:",
             *commands,
