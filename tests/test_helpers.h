@@ -1,6 +1,8 @@
 #pragma once
 // Helpers shared by the tests.
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -19,6 +21,15 @@ inline bool bf16_usable() {
   if (why.empty()) return true;
   WARN("SKIPPED: bf16 products are not available: " << why);
   return false;
+}
+
+// max |a - b| over the elements of two tensors of the same size.
+inline double largest_difference(const Tensor& a, const Tensor& b) {
+  const std::vector<double> x = a.to_vector(), y = b.to_vector();
+  REQUIRE(x.size() == y.size());
+  double largest = 0.0;
+  for (std::size_t i = 0; i < x.size(); ++i) largest = std::max(largest, std::abs(x[i] - y[i]));
+  return largest;
 }
 
 // Small tensors from literal values, in the dtype each name says: f64({1, 2, 3, 4}, {2, 2}).

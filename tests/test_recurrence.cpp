@@ -69,9 +69,7 @@ TEST_CASE("recurrence: 3 segments with memory equal one long causal window, in f
     Tensor last;
     for (std::int64_t t = 0; t < kSegments; ++t)
       last = forward_segment(*model, segment(tokens, t), short_memory, kSegment);
-    const auto a = last.to_vector(), b = pieces.back().to_vector();
-    double largest = 0.0;
-    for (std::size_t i = 0; i < a.size(); ++i) largest = std::max(largest, std::abs(a[i] - b[i]));
+    const double largest = testing::largest_difference(last, pieces.back());
     if (scheme != "none") REQUIRE(largest > 1e-6);  // "none" also changes, less surely
   }
 }

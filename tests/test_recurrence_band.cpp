@@ -4,9 +4,7 @@
 // with one earlier chunk (AttentionChunk{L, 1}). Outputs are equal for every relative
 // scheme on every attention path, and so are the gradients of every table, against the
 // long window with the earlier segments' hidden states detached.
-#include <algorithm>
 #include <catch2/catch.hpp>
-#include <cmath>
 
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/loss.h"
@@ -44,13 +42,6 @@ Tensor recurrent(const TransformerLM& model, const Tensor& tokens, std::int64_t 
   for (std::int64_t t = 0; t < kSegments; ++t)
     pieces.push_back(forward_segment(model, segment(tokens, t), memory, mem_len));
   return concat(pieces, 1);
-}
-
-double largest_difference(const Tensor& a, const Tensor& b) {
-  const std::vector<double> x = a.to_vector(), y = b.to_vector();
-  double largest = 0.0;
-  for (std::size_t i = 0; i < x.size(); ++i) largest = std::max(largest, std::abs(x[i] - y[i]));
-  return largest;
 }
 
 // The long window for the gradients: a TransformerLM (same layer classes, same parameter
@@ -136,7 +127,7 @@ TEST_CASE(
       testing::require_close(recurrent(*model, tokens, kSegment).to_vector(), band.to_vector(),
                              1e-10);
       // The comparison can fail: a memory of 2L lets segment 2 see segment 0 too.
-      REQUIRE(largest_difference(recurrent(*model, tokens, 2 * kSegment), band) > 1e-6);
+      REQUIRE(testing::largest_difference(recurrent(*model, tokens, 2 * kSegment), band) > 1e-6);
     }
 }
 
