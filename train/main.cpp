@@ -60,6 +60,7 @@ int main(int argc, char** argv) {
   relpos::add_inspect_command(app);
   relpos::add_positions_command(app);
   relpos::add_ablate_command(app);
+  relpos::add_export_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,46 @@
+#include "train/config_json.h"
+
+#include <variant>
+
+#include "train/config_schema.h"
+
+namespace relpos {
+namespace {
+
+template <class... Ts>
+struct Overloaded : Ts... {
+  using Ts::operator()...;
+};
+template <class... Ts>
+Overloaded(Ts...) -> Overloaded<Ts...>;
+
+nlohmann::json value_of(const ConfigKey& key, RunConfig& config) {
+  return std::visit(Overloaded{
+                        [&](const NormKind* field) -> nlohmann::json {
+                          return key.choices[static_cast<std::size_t>(*field)];
+                        },
+                        [&](const AttentionPath* field) -> nlohmann::json {
+                          return key.choices[static_cast<std::size_t>(*field)];
+                        },
+                        [](const auto* field) -> nlohmann::json { return *field; },
+                    },
+                    key.field(config));
+}
+
+// "model.position.scheme" -> the JSON pointer /model/position/scheme.
+nlohmann::json::json_pointer pointer_of(std::string path) {
+  for (char& c : path)
+    if (c == '.') c = '/';
+  return nlohmann::json::json_pointer("/" + path);
+}
+
+}  // namespace
+
+nlohmann::json config_to_json(const RunConfig& config) {
+  RunConfig copy = config;  // the schema's accessors take a mutable config
+  nlohmann::json out = nlohmann::json::object();
+  for (const ConfigKey& key : config_schema()) out[pointer_of(key.path)] = value_of(key, copy);
+  return out;
+}
+
+}  // namespace relpos
