@@ -51,11 +51,11 @@ void require_enough(const Corpus& corpus, Split split, std::int64_t seq_len,
           corpus.path, name_of(split), have, need, batch_size, seq_len);
 }
 
-std::string bundled_corpus_path() {
+std::string bundled_corpus_path(std::string_view file) {
   const char* data_dir = std::getenv("RELPOS_DATA_DIR");
   const std::string root =
       data_dir != nullptr && *data_dir != '\0' ? std::string(data_dir) : RELPOS_SOURCE_DIR "/data";
-  return root + "/corpus/kjv.txt";
+  return root + "/corpus/" + std::string(file);
 }
 
 }  // namespace relpos

@@ -33,9 +33,9 @@ Corpus load_corpus(const std::string& path, double val_fraction);
 void require_enough(const Corpus& corpus, Split split, std::int64_t seq_len,
                     std::int64_t batch_size);
 
-// The bundled corpus (data/corpus/kjv.txt): under $RELPOS_DATA_DIR when that
-// is set, else under the source tree's data/ folder, whose path is baked in at
-// build time.
-std::string bundled_corpus_path();
+// A bundled corpus file, data/corpus/<file> (kjv.txt: data.source corpus; austen.txt:
+// data.source austen): under $RELPOS_DATA_DIR when that is set, else under the source
+// tree's data/ folder, whose path is baked in at build time.
+std::string bundled_corpus_path(std::string_view file = "kjv.txt");
 
 }  // namespace relpos

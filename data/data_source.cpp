@@ -115,6 +115,8 @@ std::string TaskSource::describe_source() const {
 std::unique_ptr<DataSource> make_source(const DataConfig& config) {
   if (config.source == "corpus")
     return std::make_unique<CorpusSource>(config, bundled_corpus_path());
+  if (config.source == "austen")
+    return std::make_unique<CorpusSource>(config, bundled_corpus_path("austen.txt"));
   if (const auto kind = task_from_name(config.source))
     return std::make_unique<TaskSource>(config, *kind);
   return std::make_unique<CorpusSource>(config, config.source);

@@ -15,7 +15,8 @@ namespace relpos {
 
 // Filled by the config loader.
 struct DataConfig {
-  // "corpus" (the bundled corpus), a task name (see tasks.h), or a path to a text file.
+  // "corpus" (the bundled KJV), "austen" (the bundled Austen novels), a task name (see
+  // tasks.h), or a path to a text file.
   std::string source = "corpus";
   std::int64_t seq_len = 256;  // training window length L
   std::int64_t batch_size = 32;
@@ -100,7 +101,8 @@ class TaskSource final : public DataSource {
   TaskGenerator generator_;
 };
 
-// "corpus" → the bundled corpus; a task name → that task; anything else → a file path.
+// "corpus" → the bundled KJV; "austen" → the bundled Austen novels; a task name → that
+// task; anything else → a file path.
 std::unique_ptr<DataSource> make_source(const DataConfig& config);
 
 }  // namespace relpos

@@ -110,8 +110,8 @@ std::vector<ConfigKey> run_keys() {
       // ---- data ----
       {"data.source",
        {},
-       "'corpus' (the bundled corpus), a task (copy, reverse, offset_lookup, associative_recall) "
-       "or a text file path",
+       "'corpus' (the bundled KJV), 'austen' (the bundled Jane Austen novels), a task (copy, "
+       "reverse, offset_lookup, associative_recall) or a text file path",
        [](RunConfig& c) -> F { return &c.data.source; }},
       {"data.seq_len",
        {},
