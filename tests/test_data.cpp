@@ -112,6 +112,23 @@ TEST_CASE("the bundled corpus is found and split", "[data]") {
   REQUIRE(moved == "/somewhere/else/corpus/kjv.txt");
 }
 
+TEST_CASE("data.source austen reads the bundled Austen novels", "[data]") {
+  DataConfig config;
+  config.source = "austen";
+  config.seq_len = 64;
+  config.batch_size = 4;
+  const auto source = make_source(config);
+  const auto* corpus = dynamic_cast<const CorpusSource*>(source.get());
+  REQUIRE(corpus != nullptr);
+  REQUIRE(corpus->corpus().path == bundled_corpus_path("austen.txt"));
+  REQUIRE(corpus->corpus().path.ends_with("data/corpus/austen.txt"));
+  // 4,025,034 bytes (data/corpus/README.md); the last floor(5%) are validation.
+  REQUIRE(corpus->corpus().train.size() + corpus->corpus().validation.size() == 4'025'034);
+  REQUIRE(corpus->corpus().validation.size() == 201'251);
+  REQUIRE(decode_bytes(std::span(corpus->corpus().train).first(21)) == "SENSE AND SENSIBILITY");
+  REQUIRE(source->describe().find("austen.txt") != std::string::npos);
+}
+
 TEST_CASE("corpus errors name the file, the split and what is needed", "[data]") {
   REQUIRE_THROWS_WITH(load_corpus("/no/such/corpus.txt", 0.1),
                       Catch::Contains("'/no/such/corpus.txt' does not exist"));
