@@ -60,14 +60,17 @@ def read_safetensors(path):
     payload = memoryview(data)[8 + header_len :]
     tensors = {}
     for name, info in header.items():
-        dtype = SAFETENSORS_DTYPES.get(info["dtype"])
-        if dtype is None:
-            raise ExportError(f"{path}: tensor {name} has dtype {info['dtype']}, expected F32 or BF16")
-        begin, end = info["data_offsets"]
-        if not 0 <= begin <= end <= len(payload):
-            raise ExportError(f"{path}: tensor {name} lies outside the file")
-        flat = torch.frombuffer(bytearray(payload[begin:end]), dtype=dtype)
-        tensors[name] = flat.reshape(info["shape"])
+        try:
+            dtype = SAFETENSORS_DTYPES.get(info["dtype"])
+            if dtype is None:
+                raise ExportError(f"{path}: tensor {name} has dtype {info['dtype']}, expected F32 or BF16")
+            begin, end = info["data_offsets"]
+            if not 0 <= begin <= end <= len(payload):
+                raise ExportError(f"{path}: tensor {name} lies outside the file")
+            flat = torch.frombuffer(bytearray(payload[begin:end]), dtype=dtype)
+            tensors[name] = flat.reshape(info["shape"])
+        except (KeyError, TypeError, ValueError, RuntimeError) as e:
+            raise ExportError(f"{path}: tensor {name} has a malformed header entry ({e})") from e
     return tensors, metadata
 
 
@@ -428,6 +431,9 @@ def main():
         print(json.dumps(out))
     except (ExportError, OSError) as e:
         print(f"relpos_torch: error: {e}", file=sys.stderr)
+        sys.exit(2)
+    except KeyError as e:
+        print(f"relpos_torch: error: {args.model}: the metadata's config has no key {e}", file=sys.stderr)
         sys.exit(2)
 
 
