@@ -15,6 +15,7 @@ packages=(
   libfmt-dev               # formatting
   python3-matplotlib       # figures (tools/plot.py; relpos runs without it)
   python3-h5py             # tools/load_checkpoint.py and its test
+  python3-torch            # PyTorch 1.13 for /usr/bin/python3: the export round-trip test (docs/export.md)
   clang                    # the libFuzzer smoke run of the test command (tools/fuzz-smoke.sh)
   clang-format             # the formatting check (tools/check-format.sh)
   openmpi-bin libopenmpi-dev  # data-parallel training under mpirun (docs/distributed.md)
