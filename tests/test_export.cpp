@@ -109,13 +109,16 @@ std::string option_text(const relpos::OptionValue& value) {
       value);
 }
 
-// The Python with PyTorch the round trip runs: $RELPOS_TORCH_PYTHON, else Debian's
-// /usr/bin/python3 (python3-torch, installed by tools/install-deps.sh); "" without torch.
+// The Python the round trip runs: $RELPOS_TORCH_PYTHON, else Debian's /usr/bin/python3
+// (python3-torch, installed by tools/install-deps.sh).
 std::string torch_python() {
   const char* env = std::getenv("RELPOS_TORCH_PYTHON");
-  const std::string python = env != nullptr && *env != '\0' ? env : "/usr/bin/python3";
+  return env != nullptr && *env != '\0' ? env : "/usr/bin/python3";
+}
+
+bool has_torch(const std::string& python) {
   const std::string probe = python + " -c 'import torch' > /dev/null 2>&1";
-  return std::system(probe.c_str()) == 0 ? python : "";
+  return std::system(probe.c_str()) == 0;
 }
 
 }  // namespace
@@ -222,11 +225,11 @@ TEST_CASE("relpos export: parameters by name, the config as metadata, one-line e
 // relpos -> safetensors -> the PyTorch twin (float64) gives relpos eval's loss within
 // 1e-5 nats/byte at the training length and twice it, and relpos sample's greedy bytes.
 TEST_CASE("export round trip: the PyTorch twin matches relpos eval and sample", "[export][torch]") {
-  static const std::string python = torch_python();  // once: each section reruns the case
-  if (python.empty()) {
-    WARN(
-        "SKIPPED: PyTorch is not installed for /usr/bin/python3 (apt-get install python3-torch, "
-        "or set RELPOS_TORCH_PYTHON)");
+  const std::string python = torch_python();
+  static const bool usable = has_torch(python);  // once: each section reruns the case
+  if (!usable) {
+    WARN("SKIPPED: PyTorch is not installed for "
+         << python << " (apt-get install python3-torch, or set RELPOS_TORCH_PYTHON)");
     return;
   }
   const std::string twin = std::string(RELPOS_SOURCE_DIR) + "/tools/relpos_torch.py";
