@@ -29,15 +29,17 @@ std::string read_file_bytes(const std::string& path) {
 
 std::string_view name_of(Split split) { return split == Split::train ? "train" : "validation"; }
 
-Corpus load_corpus(const std::string& path, double val_fraction) {
+Corpus load_corpus(const std::string& path, double val_fraction, const Tokenizer& tokenizer) {
   require(val_fraction > 0.0 && val_fraction < 1.0,
           "val_fraction must be in (0, 1), got {} (corpus '{}')", val_fraction, path);
-  const std::vector<std::int64_t> tokens = encode_bytes(read_file_bytes(path));
-  const auto size = static_cast<std::int64_t>(tokens.size());
+  const std::string bytes = read_file_bytes(path);
+  const auto size = static_cast<std::int64_t>(bytes.size());
   const auto validation_size =
       static_cast<std::int64_t>(std::floor(static_cast<double>(size) * val_fraction));
-  const auto boundary = tokens.begin() + (size - validation_size);
-  return {path, {tokens.begin(), boundary}, {boundary, tokens.end()}};
+  const std::string_view text(bytes);
+  const auto boundary = static_cast<std::size_t>(size - validation_size);
+  return {path, tokenizer.encode(text.substr(0, boundary)),
+          tokenizer.encode(text.substr(boundary))};
 }
 
 void require_enough(const Corpus& corpus, Split split, std::int64_t seq_len,

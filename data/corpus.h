@@ -1,9 +1,12 @@
 #pragma once
-// A text corpus as byte tokens, split deterministically into train and validation.
+// A text corpus as tokens (bytes by default), split deterministically into train and
+// validation.
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "data/tokenizer.h"
 
 namespace relpos {
 
@@ -20,11 +23,13 @@ struct Corpus {
   }
 };
 
-// Reads the whole file as bytes and splits it: the last floor(size × val_fraction)
-// bytes are the validation split, the rest (in file order) the training split.
+// Reads the whole file and splits its bytes: the last floor(size × val_fraction) bytes
+// are the validation split, the rest (in file order) the training split; each split is
+// then encoded by `tokenizer`.
 // A missing, unreadable or empty file, or val_fraction outside (0, 1), is a
 // UsageError naming the path or the value.
-Corpus load_corpus(const std::string& path, double val_fraction);
+Corpus load_corpus(const std::string& path, double val_fraction,
+                   const Tokenizer& tokenizer = ByteTokenizer());
 
 // Checks that `split` holds one batch of non-overlapping windows:
 // batch_size × seq_len + 1 tokens (each window scores seq_len next tokens, and

@@ -43,6 +43,11 @@ std::vector<Batch> DataSource::eval_batches(std::int64_t seq_len, std::int64_t c
   return batches;
 }
 
+const Tokenizer& DataSource::tokenizer() const {
+  static const ByteTokenizer bytes;
+  return config_.tokenizer ? *config_.tokenizer : bytes;
+}
+
 std::string DataSource::describe() const {
   if (!config_.masked_tokens) return describe_source();
   return fmt::format("{}; masked-token objective (mask_prob {})", describe_source(),
@@ -59,7 +64,7 @@ std::int64_t DataSource::eval_rows(std::int64_t seq_len) const {
 }
 
 CorpusSource::CorpusSource(const DataConfig& config, const std::string& path)
-    : DataSource(config), corpus_(load_corpus(path, config.val_fraction)) {
+    : DataSource(config), corpus_(load_corpus(path, config.val_fraction, tokenizer())) {
   require_enough(corpus_, Split::train, config.seq_len, config.batch_size);
   require_enough(corpus_, Split::validation, config.seq_len, config.batch_size);
 }
@@ -78,8 +83,8 @@ std::vector<Batch> CorpusSource::draw_eval(std::int64_t seq_len, std::int64_t co
 }
 
 std::string CorpusSource::describe_source() const {
-  return fmt::format("corpus {}: {} train + {} validation bytes{}", corpus_.path,
-                     corpus_.train.size(), corpus_.validation.size(),
+  return fmt::format("corpus {}: {} train + {} validation {}{}", corpus_.path, corpus_.train.size(),
+                     corpus_.validation.size(), config().tokenizer ? "tokens" : "bytes",
                      config().stream_order ? ", read as contiguous streams" : "");
 }
 

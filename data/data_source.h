@@ -24,6 +24,13 @@ struct DataConfig {
   TaskParams task;
   double mask_prob = 0.15;  // masked-token objective: probability that a position is hidden
   std::uint64_t seed = 0;
+  // data.tokenizer.kind: "bytes" or "sentencepiece", whose model is the .model file
+  // data.tokenizer.model (sentencepiece_tokenizer.h).
+  std::string tokenizer_kind = "bytes";
+  std::string tokenizer_model;
+  // Not a config key: the tokenizer a text corpus is read with, built by the trainer from
+  // the keys above or from a checkpoint's copy of the model; null: bytes.
+  std::shared_ptr<const Tokenizer> tokenizer;
   // Not a config key: the trainer sets it for a bidirectional model (model.causal: false).
   // Every training and evaluation batch then becomes a masked-token batch (masking.h).
   bool masked_tokens = false;
@@ -55,7 +62,9 @@ class DataSource {
   std::vector<Batch> eval_batches(std::int64_t seq_len, std::int64_t count) const;
   std::int64_t eval_rows(std::int64_t seq_len) const;
 
-  std::string describe() const;  // one line for logs
+  std::string describe() const;
+  // The tokenizer of the text (bytes for the synthetic tasks).
+  const Tokenizer& tokenizer() const;  // one line for logs
   const DataConfig& config() const { return config_; }
 
  protected:

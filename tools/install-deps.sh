@@ -13,6 +13,7 @@ packages=(
   libcli11-dev             # command line
   nlohmann-json3-dev       # metrics and fixtures
   libfmt-dev               # formatting
+  libsentencepiece-dev     # SentencePiece tokenizers (data.tokenizer, relpos tokenizer train)
   python3-matplotlib       # figures (tools/plot.py; relpos runs without it)
   python3-h5py             # tools/load_checkpoint.py and its test
   python3-torch            # PyTorch 1.13 for /usr/bin/python3: the export round-trip test (docs/export.md)
