@@ -61,6 +61,8 @@ void require_same(const RunConfig& a, const RunConfig& b) {
     CHECK(pa.at(k.key.name) == pb.at(k.key.name));
   }
   CHECK(a.data.source == b.data.source);
+  CHECK(a.data.tokenizer_kind == b.data.tokenizer_kind);
+  CHECK(a.data.tokenizer_model == b.data.tokenizer_model);
   CHECK(a.data.seq_len == b.data.seq_len);
   CHECK(a.data.batch_size == b.data.batch_size);
   CHECK(a.data.val_fraction == b.data.val_fraction);
@@ -102,7 +104,7 @@ void require_same(const RunConfig& a, const RunConfig& b) {
 }
 
 // require_same compares this many keys; a new key must be added there too.
-constexpr std::size_t kComparedKeys = 70;
+constexpr std::size_t kComparedKeys = 72;
 
 // Every key set to a value other than its default (and valid together).
 const char* const kEveryKeyYaml = R"(model:
@@ -142,6 +144,9 @@ const char* const kEveryKeyYaml = R"(model:
     top_k: 8
 data:
   source: offset_lookup
+  tokenizer:  # a SentencePiece model needs a text corpus and a causal model (test_tokenizer.cpp)
+    kind: bytes
+    model: ""
   seq_len: 64
   batch_size: 5
   val_fraction: 0.25

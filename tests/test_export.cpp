@@ -3,7 +3,6 @@
 // PyTorch twin (tools/relpos_torch.py) for every scheme variant: the same loss as
 // `relpos eval` and the same greedy bytes as `relpos sample --temperature 0`.
 #include <fmt/format.h>
-#include <sys/wait.h>
 
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -17,6 +16,7 @@
 
 #include "autograd/error.h"
 #include "layers/position/registry.h"
+#include "tests/test_command.h"
 #include "tests/test_files.h"
 #include "tests/test_helpers.h"
 #include "train/safetensors.h"
@@ -59,18 +59,8 @@ std::vector<std::uint16_t> halves_at(const Parsed& p, const std::string& name) {
   return out;
 }
 
-struct Result {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-// Runs a shell command with stdout and stderr captured in `dir`.
-Result run_in(const fs::path& dir, const std::string& command) {
-  const std::string full =
-      command + " > " + (dir / "out").string() + " 2> " + (dir / "err").string();
-  const int status = std::system(full.c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir / "out"), slurp(dir / "err")};
-}
+using Result = relpos::testing::CommandResult;
+constexpr auto run_in = relpos::testing::run_command;
 
 std::string relpos_cli(const std::string& args) { return std::string(RELPOS_CLI) + " " + args; }
 

@@ -35,6 +35,8 @@ constexpr const char* kFormatVersionAttribute = "format_version";
 // The resolved config: a 1-d uint8 dataset of its UTF-8 bytes. A byte dataset has no
 // stored length that a corrupt file could make the reader trust (a string attribute has).
 constexpr const char* kConfigDataset = "config";
+// data.tokenizer sentencepiece: the model file's bytes, the same way; absent otherwise.
+constexpr const char* kTokenizerDataset = "tokenizer";
 // Every dataset's uint64 attribute: FNV-1a of its row-major little-endian bytes.
 constexpr const char* kDigestAttribute = "fnv1a64";
 // Groups deeper than this are refused (a parameter name has a handful of parts).
@@ -171,9 +173,9 @@ std::span<const char> tensor_bytes(const Tensor& host) {
           static_cast<std::size_t>(host.numel()) * element_size(host.dtype())};
 }
 
-Tensor config_bytes(const std::string& yaml) {
-  Tensor bytes = Tensor::empty({static_cast<std::int64_t>(yaml.size())}, DType::u8);
-  if (!yaml.empty()) std::memcpy(bytes.raw_data(), yaml.data(), yaml.size());
+Tensor string_bytes(const std::string& text) {
+  Tensor bytes = Tensor::empty({static_cast<std::int64_t>(text.size())}, DType::u8);
+  if (!text.empty()) std::memcpy(bytes.raw_data(), text.data(), text.size());
   return bytes;
 }
 
@@ -248,7 +250,10 @@ void write_contents(const H5::H5File& h5, const Checkpoint& checkpoint) {
   write_int_attribute(state, kTokensSeenAttribute, checkpoint.tokens_seen);
   write_int_attribute(state, kFormatVersionAttribute, checkpoint.format_version);
   write_tensor(h5.openGroup("/"), {kConfigDataset}, kConfigDataset,
-               config_bytes(checkpoint.config_yaml));
+               string_bytes(checkpoint.config_yaml));
+  if (!checkpoint.tokenizer_model.empty())
+    write_tensor(h5.openGroup("/"), {kTokenizerDataset}, kTokenizerDataset,
+                 string_bytes(checkpoint.tokenizer_model));
   for (const auto& [name, values] : checkpoint.rng_states) {
     require(!name.empty() && !is_reserved_state_attribute(name),
             "RNG state name '{}' is empty or reserved (step, tokens_seen, format_version)", name);
@@ -435,14 +440,13 @@ std::int64_t read_int_attribute(const H5::Group& state, const char* name, const 
   return value;
 }
 
-std::string read_config(const H5::H5File& h5, WalkLimits& limits) {
-  require(h5.nameExists(kConfigDataset) && h5.childObjType(kConfigDataset) == H5O_TYPE_DATASET,
-          "checkpoint {}: no /{} dataset", limits.file, kConfigDataset);
-  const DeclaredDataset declared =
-      declare_dataset(h5.openDataSet(kConfigDataset), {kConfigDataset}, limits);
+// The 1-d uint8 dataset /<name> (the config's UTF-8 bytes, the tokenizer model's bytes).
+std::string read_bytes_dataset(const H5::H5File& h5, const char* name, WalkLimits& limits) {
+  require(h5.nameExists(name) && h5.childObjType(name) == H5O_TYPE_DATASET,
+          "checkpoint {}: no /{} dataset", limits.file, name);
+  const DeclaredDataset declared = declare_dataset(h5.openDataSet(name), {name}, limits);
   require(declared.dtype == DType::u8 && declared.shape.size() == 1,
-          "checkpoint {}: /{} must be a 1-d uint8 dataset (the config's UTF-8 bytes)", limits.file,
-          kConfigDataset);
+          "checkpoint {}: /{} must be a 1-d uint8 dataset (its bytes)", limits.file, name);
   const Tensor bytes = read_tensor(declared, limits.file);
   const std::span<const char> text = tensor_bytes(bytes);
   return std::string(text.begin(), text.end());
@@ -485,7 +489,9 @@ Checkpoint read_contents(const H5::H5File& h5, WalkLimits& limits,
           checkpoint.format_version, kCheckpointFormatVersion);
   checkpoint.step = read_int_attribute(state, kStepAttribute, file);
   checkpoint.tokens_seen = read_int_attribute(state, kTokensSeenAttribute, file);
-  checkpoint.config_yaml = read_config(h5, limits);
+  checkpoint.config_yaml = read_bytes_dataset(h5, kConfigDataset, limits);
+  if (h5.nameExists(kTokenizerDataset))
+    checkpoint.tokenizer_model = read_bytes_dataset(h5, kTokenizerDataset, limits);
   checkpoint.rng_states = read_rng_states(state, limits);
 
   require(has_group(h5, "params"), "checkpoint {}: no /params group", file);

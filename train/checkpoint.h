@@ -29,6 +29,8 @@ struct Checkpoint {
   // The kNN memory (model.knn_memory, train/knn_state.h): "keys", "values" (B, H, M, D)
   // and "valid_from" i64 (B). Empty (no /knn_memory group) when the memory is.
   std::map<std::string, Tensor> knn_memory;
+  // data.tokenizer sentencepiece: the model file's bytes (/tokenizer); empty for bytes.
+  std::string tokenizer_model;
   std::int64_t format_version = kCheckpointFormatVersion;
 };
 

@@ -12,9 +12,11 @@
 
 #include "autograd/error.h"
 #include "data/masking.h"
+#include "data/sentencepiece_tokenizer.h"
 #include "layers/position/registry.h"
 #include "train/config_schema.h"
 #include "train/config_value.h"
+#include "train/run_tokenizer.h"
 
 namespace relpos {
 
@@ -88,6 +90,13 @@ class ConfigBuilder {
     if (!set_keys_.contains("model.vocab") && !config_.model.causal) {
       config_.model.vocab = kMaskedVocabSize;
     }
+    // A SentencePiece tokenizer: the vocabulary is its pieces.
+    const std::string& model = config_.data.tokenizer_model;
+    if (!set_keys_.contains("model.vocab") && config_.data.tokenizer_kind == "sentencepiece" &&
+        !model.empty())
+      config_.model.vocab =
+          load_sentencepiece(read_tokenizer_model(model), "data.tokenizer.model '" + model + "'")
+              ->vocab_size();
     clamp_warmup_to_steps();
     validate(config_);
     return config_;

@@ -18,7 +18,8 @@ std::vector<ConfigKey> model_keys() {
       {"model.vocab",
        {},
        "vocabulary size: 256 bytes, plus the mask token (id 256) when model.causal is false; when "
-       "not set: 256, or 257 for a bidirectional model",
+       "not set: 256, or 257 for a bidirectional model, or the pieces of data.tokenizer's "
+       "SentencePiece model",
        [](RunConfig& c) -> F { return &c.model.vocab; }},
       {"model.d_model",
        {},
@@ -113,6 +114,16 @@ std::vector<ConfigKey> run_keys() {
        "'corpus' (the bundled KJV), 'austen' (the bundled Jane Austen novels), a task (copy, "
        "reverse, offset_lookup, associative_recall) or a text file path",
        [](RunConfig& c) -> F { return &c.data.source; }},
+      {"data.tokenizer.kind",
+       {"bytes", "sentencepiece"},
+       "how text becomes tokens: bytes (256 ids), or a SentencePiece model (a text corpus and a "
+       "causal model only; model.vocab follows it)",
+       [](RunConfig& c) -> F { return &c.data.tokenizer_kind; }},
+      {"data.tokenizer.model",
+       {},
+       "data.tokenizer.kind sentencepiece: the .model file (relpos tokenizer train writes one); "
+       "copied into the run folder and into every checkpoint",
+       [](RunConfig& c) -> F { return &c.data.tokenizer_model; }},
       {"data.seq_len",
        {},
        "training window length L",

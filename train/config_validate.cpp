@@ -111,6 +111,26 @@ void validate_data(const DataConfig& d) {
           d.mask_prob);
 }
 
+// data.tokenizer: a SentencePiece model reads a text corpus for a causal model (the
+// masked-token objective and the tasks are byte-level).
+void validate_tokenizer(const RunConfig& c) {
+  const DataConfig& d = c.data;
+  if (d.tokenizer_kind == "bytes") {
+    require(d.tokenizer_model.empty(),
+            "data.tokenizer.model='{}' is set but data.tokenizer.kind is bytes (set "
+            "data.tokenizer.kind: sentencepiece to use it)",
+            d.tokenizer_model);
+    return;
+  }
+  require(!d.tokenizer_model.empty(),
+          "data.tokenizer.kind=sentencepiece needs data.tokenizer.model, a .model file");
+  require(c.model.causal,
+          "data.tokenizer.kind=sentencepiece needs model.causal=true (the masked-token "
+          "objective is byte-level)");
+  require(!task_from_name(d.source).has_value(),
+          "data.tokenizer.kind=sentencepiece needs a text corpus, not the task '{}'", d.source);
+}
+
 void validate_task(const DataConfig& d, bool causal) {
   const bool item_range =
       d.task.min_items != TaskParams{}.min_items || d.task.max_items != TaskParams{}.max_items;
@@ -170,6 +190,7 @@ void validate(const RunConfig& config) {
   validate_knn_memory(config.model);
   validate_position_sizes(config.model.position);
   validate_data(config.data);
+  validate_tokenizer(config);
   validate_training(config.train, config.eval);
   validate_optim(config.optim, config.schedule, config.train.steps);
   // Before the checks that build something from the sizes (a scheme's, a task's).

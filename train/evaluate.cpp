@@ -1,5 +1,6 @@
 #include "train/evaluate.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <numbers>
@@ -23,7 +24,8 @@ std::vector<EvalPoint> evaluate(TransformerLM& model, const DataSource& data,
   std::vector<EvalPoint> points;
   for (std::int64_t length : lengths) {
     double total = 0.0;
-    std::int64_t scored = 0;
+    std::int64_t scored = 0, bytes = 0;
+    const Tokenizer& tokenizer = data.tokenizer();
     AnswerCounts answers;
     const std::vector<Batch> all = data.eval_batches(length, batches);
     // Under mpirun, rank r evaluates batches r, r + N, ...; the sums are then reduced.
@@ -34,12 +36,17 @@ std::vector<EvalPoint> evaluate(TransformerLM& model, const DataSource& data,
       total +=
           cross_entropy(logits, batch.targets.to(device), kIgnoreTarget, Reduction::sum).item();
       const std::int64_t* t = batch.targets.data<std::int64_t>();
-      for (std::int64_t i = 0; i < batch.targets.numel(); ++i) scored += t[i] != kIgnoreTarget;
+      for (std::int64_t i = 0; i < batch.targets.numel(); ++i) {
+        if (t[i] == kIgnoreTarget) continue;
+        ++scored;
+        bytes += tokenizer.byte_length(t[i]);
+      }
       if (has_answers) answers.add(count_answers(logits, batch.targets));
     }
     if (world_size() > 1) {
-      std::array<double, 6> sums{total,
+      std::array<double, 7> sums{total,
                                  static_cast<double>(scored),
+                                 static_cast<double>(bytes),
                                  static_cast<double>(answers.correct),
                                  static_cast<double>(answers.scored),
                                  static_cast<double>(answers.exact),
@@ -47,8 +54,9 @@ std::vector<EvalPoint> evaluate(TransformerLM& model, const DataSource& data,
       all_reduce_sum(sums, false);
       total = sums[0];
       scored = static_cast<std::int64_t>(sums[1]);
-      answers = {static_cast<std::int64_t>(sums[2]), static_cast<std::int64_t>(sums[3]),
-                 static_cast<std::int64_t>(sums[4]), static_cast<std::int64_t>(sums[5])};
+      bytes = static_cast<std::int64_t>(sums[2]);
+      answers = {static_cast<std::int64_t>(sums[3]), static_cast<std::int64_t>(sums[4]),
+                 static_cast<std::int64_t>(sums[5]), static_cast<std::int64_t>(sums[6])};
     }
     require(scored > 0, "evaluation at length {}: the validation data has no scored tokens",
             length);
@@ -56,7 +64,10 @@ std::vector<EvalPoint> evaluate(TransformerLM& model, const DataSource& data,
     p.length = length;
     p.loss = total / static_cast<double>(scored);
     p.perplexity = std::exp(p.loss);
-    p.bits_per_byte = p.loss / std::numbers::ln2;
+    // Per byte of text: the scored tokens' bytes (one each for the byte tokenizer).
+    p.bits_per_byte =
+        total / static_cast<double>(std::max<std::int64_t>(bytes, 1)) / std::numbers::ln2;
+    p.bytes = bytes;
     p.tokens = scored;
     if (has_answers) {
       p.accuracy = answers.accuracy();

@@ -1,7 +1,8 @@
 #pragma once
 // Validation loss of a model at one or more sequence lengths (the length-
-// extrapolation curve). Losses are nats per scored token; for byte-level data
-// bits per byte = loss / ln 2.
+// extrapolation curve). Losses are nats per scored token; bits per byte divide the
+// summed loss by the bytes of text the scored tokens stand for (data.tokenizer), so
+// they compare across tokenizers; for byte-level data bits per byte = loss / ln 2.
 #include <limits>
 #include <vector>
 
@@ -16,6 +17,7 @@ struct EvalPoint {
   double perplexity = 0.0;  // exp(loss)
   double bits_per_byte = 0.0;
   std::int64_t tokens = 0;  // scored tokens
+  std::int64_t bytes = 0;   // the bytes of text they stand for (= tokens for bytes)
   // On synthetic tasks: next-token accuracy on the answer tokens (the ones that depend
   // on position) and the fraction of sequences whose answer tokens are all right. NaN
   // where the data has no answer tokens (a corpus). Under the masked-token objective the

@@ -17,7 +17,8 @@ std::vector<StreamEvalPoint> evaluate_streams(TransformerLM& model,
                                               const std::vector<std::int64_t>& lengths,
                                               const std::vector<std::int64_t>& mem_lens,
                                               std::int64_t rows, std::int64_t segments,
-                                              const std::vector<std::int64_t>& knn_sizes) {
+                                              const std::vector<std::int64_t>& knn_sizes,
+                                              const Tokenizer& tokenizer) {
   NoGradGuard no_grad;
   const bool was_training = model.training();
   model.set_training(false);
@@ -46,8 +47,12 @@ std::vector<StreamEvalPoint> evaluate_streams(TransformerLM& model,
         std::vector<Tensor> memory;  // per layer (rows, M, d_model)
         KnnMemory knn(knn_size);     // (rows, H, <= S, D)
         double total = 0.0;
+        std::int64_t bytes = 0;
         for (std::int64_t s = 0; s < count; ++s) {
           const Batch batch = stream_segment(tokens, length, rows, static_cast<std::uint64_t>(s));
+          const std::int64_t* t = batch.targets.data<std::int64_t>();
+          for (std::int64_t i = 0; i < batch.targets.numel(); ++i)
+            bytes += tokenizer.byte_length(t[i]);
           const Tensor logits =  // (rows, L, V)
               forward_segment(model, batch.inputs.to(device), memory, mem_len,
                               has_knn ? &knn : nullptr);
@@ -61,7 +66,8 @@ std::vector<StreamEvalPoint> evaluate_streams(TransformerLM& model,
         p.tokens = count * rows * length;
         p.loss = total / static_cast<double>(p.tokens);
         p.perplexity = std::exp(p.loss);
-        p.bits_per_byte = p.loss / std::numbers::ln2;
+        p.bits_per_byte =
+            total / static_cast<double>(std::max<std::int64_t>(bytes, 1)) / std::numbers::ln2;
         points.push_back(p);
       }
     }

@@ -7,6 +7,7 @@
 #include <span>
 #include <vector>
 
+#include "data/tokenizer.h"
 #include "layers/transformer.h"
 
 namespace relpos {
@@ -27,12 +28,14 @@ struct StreamEvalPoint {
 // scores the same tokens. A UsageError when a stream cannot hold one segment.
 // A model with a kNN layer (model.knn_memory) also carries a kNN memory along each
 // stream, for every size in `knn_sizes` (empty: the model's model.knn_memory.size;
-// 0: a memory that holds nothing, so the layer keeps its local attention).
+// 0: a memory that holds nothing, so the layer keeps its local attention). Bits per
+// byte count the bytes `tokenizer` says the scored tokens stand for.
 std::vector<StreamEvalPoint> evaluate_streams(TransformerLM& model,
                                               std::span<const std::int64_t> tokens,
                                               const std::vector<std::int64_t>& lengths,
                                               const std::vector<std::int64_t>& mem_lens,
                                               std::int64_t rows, std::int64_t segments,
-                                              const std::vector<std::int64_t>& knn_sizes = {});
+                                              const std::vector<std::int64_t>& knn_sizes = {},
+                                              const Tokenizer& tokenizer = ByteTokenizer());
 
 }  // namespace relpos

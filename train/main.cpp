@@ -61,6 +61,7 @@ int main(int argc, char** argv) {
   relpos::add_positions_command(app);
   relpos::add_ablate_command(app);
   relpos::add_export_command(app);
+  relpos::add_tokenizer_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -16,6 +16,7 @@ void write_summary(const std::filesystem::path& out_dir, const TrainSummary& s) 
   const nlohmann::json j = {{"steps", s.steps},
                             {"final_train_loss", s.final_train_loss},
                             {"final_val_loss", s.final_val_loss},
+                            {"final_val_bits_per_byte", s.final_val_bits_per_byte},
                             {"tokens_per_second", s.tokens_per_second},
                             {"wall_seconds", s.wall_seconds},
                             {"peak_rss_bytes", s.peak_rss_bytes},
@@ -41,6 +42,7 @@ std::optional<TrainSummary> read_summary(const std::filesystem::path& out_dir) {
   s.steps = j.value("steps", 0);
   s.final_train_loss = number("final_train_loss");
   s.final_val_loss = number("final_val_loss");
+  s.final_val_bits_per_byte = number("final_val_bits_per_byte");
   s.tokens_per_second = number("tokens_per_second");
   s.wall_seconds = number("wall_seconds");
   s.peak_rss_bytes = j.value("peak_rss_bytes", std::size_t{0});
@@ -56,8 +58,8 @@ std::string format_summary(const TrainSummary& s) {
       "summary: {} steps, train loss {:.4f}, val loss {:.4f} nats/token ({:.3f} bits/byte), "
       "{:.0f} tokens/s, wall {:.1f} s, peak RSS {:.1f} MiB, peak tensors {:.1f} MiB, {} "
       "parameters\n",
-      s.steps, s.final_train_loss, s.final_val_loss, s.final_val_loss / 0.6931471805599453,
-      s.tokens_per_second, s.wall_seconds, static_cast<double>(s.peak_rss_bytes) / 1048576.0,
+      s.steps, s.final_train_loss, s.final_val_loss, s.final_val_bits_per_byte, s.tokens_per_second,
+      s.wall_seconds, static_cast<double>(s.peak_rss_bytes) / 1048576.0,
       static_cast<double>(s.peak_tensor_bytes) / 1048576.0, s.parameters);
 }
 

@@ -32,6 +32,7 @@
 #include "train/memory_estimate.h"
 #include "train/metrics.h"
 #include "train/run_summary.h"
+#include "train/run_tokenizer.h"
 #include "train/stop_signal.h"
 #include "train/train_precision.h"
 
@@ -102,16 +103,24 @@ void load_parameters(const TransformerLM& model, const Checkpoint& ckpt,
 
 }  // namespace
 
-RunState build_run(const RunConfig& config) {
+RunState build_run(const RunConfig& config, const std::string& tokenizer_model,
+                   const std::string& tokenizer_origin) {
   validate(config);
   validate_recurrence(config);
   validate_knn_data(config);
   require_fits_in_memory(config);  // before the model or the data is allocated
+  const bool from_file = config.data.tokenizer_kind != "bytes" && tokenizer_model.empty();
+  const std::string model_bytes =
+      from_file ? read_tokenizer_model(config.data.tokenizer_model) : tokenizer_model;
+  const std::shared_ptr<const Tokenizer> tokenizer = make_run_tokenizer(
+      config, model_bytes,
+      from_file ? "data.tokenizer.model '" + config.data.tokenizer_model + "'" : tokenizer_origin);
   const Precision precision = train_precision(config.train.precision, config.train.device);
   const Device device = train_device(config.train.device);
   if (config.train.threads > 0) set_num_threads(static_cast<int>(config.train.threads));
   RunState run;
   run.config = config;
+  run.tokenizer_model = tokenizer ? model_bytes : "";
   run.device = device;
   run.precision = precision;
   Rng init(mix64(config.train.seed, 1));
@@ -121,6 +130,7 @@ RunState build_run(const RunConfig& config) {
   // Refused here, before any step, when the device lacks the optimizer's kernel.
   run.optimizer = make_optimizer(config.optim, run.model->parameters());
   DataConfig data = config.data;
+  data.tokenizer = tokenizer;
   data.seed = mix64(config.train.seed, 2);
   data.masked_tokens = !config.model.causal;  // a bidirectional model sees the next token
   // Each row continues its text: segment memory and the kNN memory hold earlier text.
@@ -179,6 +189,10 @@ void load_training_state(RunState& run, const Checkpoint& ckpt,
 
 void restore_run(RunState& run, const Checkpoint& ckpt, const std::filesystem::path& source) {
   run.config_changes = changes_since(run, ckpt.config_yaml, source);
+  require(ckpt.tokenizer_model == run.tokenizer_model,
+          "checkpoint {}: its tokenizer model differs from data.tokenizer.model '{}' (a resume "
+          "cannot change the tokenizer; the run folder holds the run's copy, tokenizer.model)",
+          source.string(), run.config.data.tokenizer_model);
   load_training_state(run, ckpt, source);
   run.resumed_from = source;
 }
@@ -192,20 +206,25 @@ Checkpoint load_checkpoint_for(const RunState& run, const std::filesystem::path&
 }
 
 RunState load_run_for_inference(const std::filesystem::path& path, const std::string& data_source) {
-  RunState run;
+  RunConfig config;
   // The model is built from the saved config, and the file's declared shapes are
   // checked against it, before any of the file's tensors is allocated.
-  const auto build_saved_run = [&](const std::string& config_yaml,
-                                   const std::map<std::string, Shape>& shapes) {
-    RunConfig config = config_from_yaml(config_yaml, path.string() + " (saved config)");
+  const auto check_saved_model = [&](const std::string& config_yaml,
+                                     const std::map<std::string, Shape>& shapes) {
+    config = config_from_yaml(config_yaml, path.string() + " (saved config)");
     if (!data_source.empty()) config.data.source = data_source;
     config.train.device = "cpu";      // a checkpoint from a GPU run is usable on any machine
     config.train.precision = "fp32";  // and from a bf16 run on any CPU
     config.train.mem_len = 0;         // no training stream is read; eval --mem-len asks for memory
-    run = build_run(config);
-    check_shapes_match(parameter_shapes(*run.model), shapes, path.string());
+    validate(config);
+    require_fits_in_memory(config);
+    Rng init(0);
+    check_shapes_match(parameter_shapes(TransformerLM(config.model, init)), shapes, path.string());
   };
-  const Checkpoint ckpt = load_checkpoint(path, build_saved_run);
+  const Checkpoint ckpt = load_checkpoint(path, check_saved_model);
+  // The run, with the checkpoint's copy of its tokenizer model (if any): the original
+  // data.tokenizer.model file is not needed.
+  RunState run = build_run(config, ckpt.tokenizer_model, path.string() + " (/tokenizer)");
   load_parameters(*run.model, ckpt, path);
   run.step = ckpt.step;
   run.tokens_seen = ckpt.tokens_seen;
@@ -219,6 +238,7 @@ Checkpoint snapshot(const RunState& run) {
   c.step = run.step;
   c.tokens_seen = run.tokens_seen;
   c.config_yaml = to_yaml(run.config);
+  c.tokenizer_model = run.tokenizer_model;
   c.rng_states[kSamplerKey] = run.data->sampler_state().to_words();
   for (std::size_t l = 0; l < run.memory.size(); ++l)
     c.memory[std::to_string(l)] = run.memory[l].clone();
@@ -308,6 +328,8 @@ TrainSummary train(RunState& run, RunStart start) {
     std::error_code ignored;
     std::filesystem::remove(dir / "summary.json", ignored);  // written again when this run ends
     write_file_atomic(dir / "config.yaml", to_yaml(c));
+    if (!run.tokenizer_model.empty())
+      write_file_atomic(dir / "tokenizer.model", run.tokenizer_model);
     write_file_atomic(dir / fmt::format("config.{}.yaml", run.step), to_yaml(c));
     metrics_log.emplace(dir, run.step);
     record_config_changes(run, *metrics_log);
@@ -381,6 +403,7 @@ TrainSummary train(RunState& run, RunStart start) {
             ? fmt::format(", accuracy {:.4f}, exact match {:.4f}", p.accuracy, p.exact_match)
             : ""));
     summary.final_val_loss = p.loss;
+    summary.final_val_bits_per_byte = p.bits_per_byte;
   };
   // Stops the run, or (train.on_divergence=rollback) reloads the last good checkpoint with
   // half the learning rate. `step` counts from 1, as metrics and checkpoints do.

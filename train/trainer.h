@@ -19,6 +19,8 @@ struct TrainSummary {
   std::int64_t steps = 0;
   double final_train_loss = 0.0;
   double final_val_loss = 0.0;
+  // The same per byte of text (data.tokenizer), in bits.
+  double final_val_bits_per_byte = 0.0;
   double tokens_per_second = 0.0;
   double wall_seconds = 0.0;
   std::size_t peak_rss_bytes = 0;
@@ -55,11 +57,17 @@ struct RunState {
   std::int64_t lr_halvings = 0;
   std::filesystem::path resumed_from;        // the checkpoint restore_run loaded; empty if none
   std::vector<ConfigChange> config_changes;  // settings that differ from resumed_from's
+  // data.tokenizer sentencepiece: the model's bytes, copied into the run folder and into
+  // every checkpoint; empty for bytes.
+  std::string tokenizer_model;
 };
 
 // Builds a fresh run state (model initialised from train.seed, then placed on
-// train.device with its optimizer state).
-RunState build_run(const RunConfig& config);
+// train.device with its optimizer state). A SentencePiece tokenizer is read from
+// data.tokenizer.model, or from `tokenizer_model` (its bytes, named `tokenizer_origin` in
+// messages) when that is not empty.
+RunState build_run(const RunConfig& config, const std::string& tokenizer_model = "",
+                   const std::string& tokenizer_origin = "");
 // Builds the run a checkpoint was saved from (its config, optionally with the data
 // source replaced) and loads its parameters: for eval, sample and inspect. It runs
 // on the CPU whatever train.device the run used, and reads no training stream

@@ -11,5 +11,6 @@ void add_inspect_command(CLI::App& app);
 void add_positions_command(CLI::App& app);
 void add_ablate_command(CLI::App& app);
 void add_export_command(CLI::App& app);
+void add_tokenizer_command(CLI::App& app);
 
 }  // namespace relpos

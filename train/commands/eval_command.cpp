@@ -58,8 +58,9 @@ nlohmann::json run_with_memory(const EvalOptions& o, RunState& state,
   const auto* corpus = dynamic_cast<const CorpusSource*>(state.data.get());
   require(corpus != nullptr, "--mem-len: needs a text corpus as data source, not '{}'",
           c.data.source);
-  const auto points = evaluate_streams(*state.model, corpus->corpus().validation, lengths,
-                                       o.mem_lens, c.data.batch_size, batches, o.knn_sizes);
+  const auto points =
+      evaluate_streams(*state.model, corpus->corpus().validation, lengths, o.mem_lens,
+                       c.data.batch_size, batches, o.knn_sizes, state.data->tokenizer());
   std::cout << fmt::format("{} streams of the validation text, up to {} segments each\n",
                            c.data.batch_size, batches);
   std::cout << fmt::format("{:>8} {:>8} {:>8} {:>10} {:>12} {:>10} {:>10}\n", "length", "memory",
@@ -119,6 +120,7 @@ void run(const EvalOptions& o) {
                                 {"perplexity", p.perplexity},
                                 {"bits_per_byte", p.bits_per_byte},
                                 {"tokens", p.tokens},
+                                {"bytes", p.bytes},
                                 // null (NaN) where the data has no answer tokens
                                 {"accuracy", p.accuracy},
                                 {"exact_match", p.exact_match}});

@@ -21,8 +21,9 @@ void run(SampleCommandOptions o) {
   require_single_rank("relpos sample");
   RunState state = load_run_for_inference(o.checkpoint);
   o.sample.use_cache = !o.no_cache;
-  const auto generated = generate(*state.model, encode_bytes(o.prompt), o.sample);
-  std::cout << o.prompt << decode_bytes(generated) << "\n";
+  const Tokenizer& tokenizer = state.data->tokenizer();  // the run's: bytes or its model
+  const auto generated = generate(*state.model, tokenizer.encode(o.prompt), o.sample);
+  std::cout << o.prompt << tokenizer.decode(generated) << "\n";
 }
 
 }  // namespace
@@ -32,7 +33,9 @@ void add_sample_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("sample", "Generate text from a checkpoint (KV cache)");
   cmd->add_option("checkpoint", options->checkpoint, "an HDF5 checkpoint")->required();
   cmd->add_option("--prompt", options->prompt, "the text to continue")->required();
-  cmd->add_option("--tokens", options->sample.tokens, "bytes to generate")->capture_default_str();
+  cmd->add_option("--tokens", options->sample.tokens,
+                  "tokens to generate (bytes with the byte tokenizer)")
+      ->capture_default_str();
   cmd->add_option("--temperature", options->sample.temperature, "0 for greedy")
       ->capture_default_str();
   cmd->add_option("--top-k", options->sample.top_k, "sample among the k most likely (0: all)")
