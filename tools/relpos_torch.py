@@ -411,6 +411,12 @@ def main():
     try:
         model = load(args.model, getattr(torch, args.dtype))
         config = model.config
+        tokenizer = config["data"].get("tokenizer", {"kind": "bytes"})["kind"]
+        if tokenizer != "bytes" and (args.text or args.prompt is not None):
+            raise ExportError(
+                f"{args.model}: the model reads {tokenizer} tokens; --text and --prompt are byte "
+                "level (call the model on token ids from Python)"
+            )
         out = {"model": args.model}
         if args.text:
             lengths = [int(x) for x in args.lengths.split(",") if x] or [config["data"]["seq_len"]]
