@@ -19,7 +19,7 @@
 #include "tests/test_command.h"
 #include "tests/test_files.h"
 #include "tests/test_helpers.h"
-#include "train/safetensors.h"
+#include "train/store/safetensors.h"
 
 namespace fs = std::filesystem;
 using relpos::testing::slurp;

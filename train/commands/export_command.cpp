@@ -11,11 +11,11 @@
 #include "autograd/error.h"
 #include "autograd/random.h"
 #include "layers/transformer.h"
-#include "train/checkpoint.h"
 #include "train/commands/commands.h"
-#include "train/config.h"
-#include "train/config_json.h"
-#include "train/safetensors.h"
+#include "train/config/config.h"
+#include "train/config/config_json.h"
+#include "train/store/checkpoint.h"
+#include "train/store/safetensors.h"
 
 namespace relpos {
 namespace {

@@ -8,8 +8,8 @@
 #include <string>
 
 #include "data/sentencepiece_tokenizer.h"
-#include "train/atomic_file.h"
 #include "train/commands/commands.h"
+#include "train/store/atomic_file.h"
 
 namespace relpos {
 namespace {

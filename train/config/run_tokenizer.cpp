@@ -1,4 +1,4 @@
-#include "train/run_tokenizer.h"
+#include "train/config/run_tokenizer.h"
 
 #include <cerrno>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "train/safetensors.h"
+#include "train/store/safetensors.h"
 
 #include <bit>
 #include <cstring>
@@ -8,7 +8,7 @@
 
 #include "autograd/cpu/bf16_round.h"
 #include "autograd/error.h"
-#include "train/atomic_file.h"
+#include "train/store/atomic_file.h"
 
 namespace relpos {
 namespace {

@@ -4,7 +4,7 @@
 // Readers without a YAML parser (the PyTorch twin, tools/relpos_torch.py) use it.
 #include <nlohmann/json.hpp>
 
-#include "train/config.h"
+#include "train/config/config.h"
 
 namespace relpos {
 

@@ -1,4 +1,4 @@
-#include "train/config.h"
+#include "train/config/config.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -14,9 +14,9 @@
 #include "data/masking.h"
 #include "data/sentencepiece_tokenizer.h"
 #include "layers/position/registry.h"
-#include "train/config_schema.h"
-#include "train/config_value.h"
-#include "train/run_tokenizer.h"
+#include "train/config/config_schema.h"
+#include "train/config/config_value.h"
+#include "train/config/run_tokenizer.h"
 
 namespace relpos {
 

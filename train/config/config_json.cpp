@@ -1,8 +1,8 @@
-#include "train/config_json.h"
+#include "train/config/config_json.h"
 
 #include <variant>
 
-#include "train/config_schema.h"
+#include "train/config/config_schema.h"
 
 namespace relpos {
 namespace {

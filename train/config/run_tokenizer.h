@@ -5,7 +5,7 @@
 #include <string>
 
 #include "data/tokenizer.h"
-#include "train/config.h"
+#include "train/config/config.h"
 
 namespace relpos {
 
