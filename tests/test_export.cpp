@@ -170,7 +170,7 @@ TEST_CASE("safetensors: a failed write leaves the old file and no .tmp", "[expor
 }
 
 TEST_CASE("relpos export: parameters by name, the config as metadata, one-line errors",
-          "[export][cli]") {
+          "[export][cli][slow]") {
   const TempDir dir("export_cli");
   const fs::path ckpt = train_tiny(dir, "model.position.scheme=t5");
   const fs::path out = dir.path() / "model.safetensors";
@@ -214,7 +214,8 @@ TEST_CASE("relpos export: parameters by name, the config as metadata, one-line e
 // each trained for 300 steps (about a second) so that greedy samples are not one repeated byte:
 // relpos -> safetensors -> the PyTorch twin (float64) gives relpos eval's loss within
 // 1e-5 nats/byte at the training length and twice it, and relpos sample's greedy bytes.
-TEST_CASE("export round trip: the PyTorch twin matches relpos eval and sample", "[export][torch]") {
+TEST_CASE("export round trip: the PyTorch twin matches relpos eval and sample",
+          "[export][torch][slow]") {
   const std::string python = torch_python();
   static const bool usable = has_torch(python);  // once: each section reruns the case
   if (!usable) {

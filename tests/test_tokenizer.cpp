@@ -79,7 +79,7 @@ TEST_CASE("sentencepiece: trained models keep every byte and count bytes per tok
 TEST_CASE(
     "sentencepiece run: trains, resumes bit-exactly, evaluates and samples from its "
     "checkpoint alone",
-    "[tokenizer][cli]") {
+    "[tokenizer][cli][slow]") {
   const TempDir dir("tokenizer_run");
   const fs::path text = dir.write("train.txt", kjv_start(200'000));
   const fs::path model = dir.path() / "kjv.model";
