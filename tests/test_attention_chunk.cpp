@@ -19,28 +19,11 @@
 #include "test_helpers.h"
 
 using namespace relpos;
+using testing::largest_difference;
 using testing::leaf;
+using testing::relative_error;
 
 namespace {
-
-// max |a - b| / max |b|.
-double relative_error(const Tensor& a, const Tensor& b) {
-  const auto av = a.to_vector(), bv = b.to_vector();
-  REQUIRE(av.size() == bv.size());
-  double diff = 0, scale = 0;
-  for (std::size_t i = 0; i < av.size(); ++i) {
-    diff = std::max(diff, std::abs(av[i] - bv[i]));
-    scale = std::max(scale, std::abs(bv[i]));
-  }
-  return diff / scale;
-}
-
-double largest_difference(const Tensor& a, const Tensor& b) {
-  const auto av = a.to_vector(), bv = b.to_vector();
-  double largest = 0;
-  for (std::size_t i = 0; i < av.size(); ++i) largest = std::max(largest, std::abs(av[i] - bv[i]));
-  return largest;
-}
 
 std::string describe(const AttentionChunk& c) {
   return "chunk " + std::to_string(c.size) + " left " + std::to_string(c.left_chunks) + " origin " +

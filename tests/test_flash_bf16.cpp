@@ -28,23 +28,12 @@
 #include "test_helpers.h"
 
 using namespace relpos;
+using testing::relative_error;
 
 namespace {
 
 constexpr double kUnitRoundoff = 1.0 / 256;  // bf16: 8 significant bits
 constexpr double kBf16Tolerance = 8 * kUnitRoundoff;
-
-// max |a - b| / max |b|.
-double relative_error(const Tensor& a, const Tensor& b) {
-  const auto av = a.to_vector(), bv = b.to_vector();
-  REQUIRE(av.size() == bv.size());
-  double diff = 0, scale = 0;
-  for (std::size_t i = 0; i < av.size(); ++i) {
-    diff = std::max(diff, std::abs(av[i] - bv[i]));
-    scale = std::max(scale, std::abs(bv[i]));
-  }
-  return diff / scale;
-}
 
 bool same_bits(const Tensor& a, const Tensor& b) {
   const auto av = a.contiguous(), bv = b.contiguous();
