@@ -12,26 +12,11 @@
 #include "autograd/allocator.h"
 #include "autograd/attention_chunk.h"
 #include "autograd/kernel.h"
+#include "autograd/kernel_math/elementwise_ops.h"
 #include "autograd/precision.h"
 #include "autograd/tensor.h"
 
 namespace relpos {
-
-enum class UnaryOp : std::uint8_t {
-  neg,
-  exp,
-  log,
-  sqrt,
-  tanh,
-  relu,
-  gelu_tanh,
-  gelu_erf,
-  add_scalar,  // x + p
-  mul_scalar,  // x * p
-  pow_scalar,  // x ^ p
-};
-
-enum class BinaryOp : std::uint8_t { add, sub, mul, div };
 
 struct GemmArgs {
   // C[b] = alpha * op(A[b]) * op(B[b]) + beta * C[b], row-major, for b < batch.

@@ -8,8 +8,9 @@
 #include <vector>
 
 #include "autograd/cpu/cpu_backend.h"
-#include "autograd/cpu/gelu.h"
+#include "autograd/cpu/cpu_math.h"
 #include "autograd/cpu/parallel.h"
+#include "autograd/kernel_math/gelu.h"
 
 namespace relpos {
 namespace {
@@ -34,7 +35,7 @@ void gelu_backward_with_bias(const T* z, const T* grad_y, std::int64_t rows, std
       T* out = grad_z + r * n + j0;
       T* acc = sum.data();
       for (std::int64_t j = 0; j < j1 - j0; ++j) {
-        const T d = gr[j] * cpu::gelu_tanh_derivative(zr[j]);
+        const T d = gr[j] * kernel_math::gelu_tanh_derivative<cpu::CpuMath>(zr[j]);
         out[j] = d;
         acc[j] += d;
       }
