@@ -7,7 +7,8 @@
 
 namespace relpos {
 
-// Keys and values of earlier positions (B, H, Lc, D), kept without gradient.
+// Keys and values of earlier positions (B, H, Lc, D), kept without gradient; the keys are
+// rotated unless the scheme's rotation depends on the sequence length.
 struct KvCache {
   Tensor k, v;
   std::int64_t length() const { return k.defined() ? k.size(2) : 0; }
