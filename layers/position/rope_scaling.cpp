@@ -31,11 +31,11 @@ RopeFrequencies yarn(const RopeScaling& s, std::int64_t head_dim, double base) {
   RopeFrequencies out{inverse_frequencies(head_dim, base), 1.0};
   const std::int64_t half = head_dim / 2;
   // Pairs below `low` are extrapolated (left as trained), pairs from `high` interpolated.
-  const double low = std::max(
-      std::floor(pair_with_rotations(s.beta_fast, head_dim, base, s.original_len)), 0.0);
-  double high = std::min(
-      std::ceil(pair_with_rotations(s.beta_slow, head_dim, base, s.original_len)),
-      static_cast<double>(head_dim - 1));
+  const double low =
+      std::max(std::floor(pair_with_rotations(s.beta_fast, head_dim, base, s.original_len)), 0.0);
+  double high =
+      std::min(std::ceil(pair_with_rotations(s.beta_slow, head_dim, base, s.original_len)),
+               static_cast<double>(head_dim - 1));
   if (high == low) high += 0.001;  // no division by zero; the ramp is then a step
   for (std::int64_t m = 0; m < half; ++m) {
     const double ramp = std::clamp((static_cast<double>(m) - low) / (high - low), 0.0, 1.0);
@@ -55,8 +55,8 @@ const std::vector<std::string>& rope_scaling_kinds() {
 
 RopeScaling rope_scaling_of(const PositionConfig& c) {
   return {c.get<std::string>("rope_scaling.kind"), c.get<double>("rope_scaling.factor"),
-          c.get<std::int64_t>("rope_scaling.original_len"),
-          c.get<double>("rope_scaling.beta_fast"), c.get<double>("rope_scaling.beta_slow")};
+          c.get<std::int64_t>("rope_scaling.original_len"), c.get<double>("rope_scaling.beta_fast"),
+          c.get<double>("rope_scaling.beta_slow")};
 }
 
 void validate_rope_scaling(const RopeScaling& s) {

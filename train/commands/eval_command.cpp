@@ -84,8 +84,7 @@ nlohmann::json run_with_memory(const EvalOptions& o, RunState& state,
 void run(const EvalOptions& o) {
   require_single_rank("relpos eval");
   for (const std::string& text : o.overrides)
-    require(text.find('=') != std::string::npos, "--set: expected key.path=value, got '{}'",
-            text);
+    require(text.find('=') != std::string::npos, "--set: expected key.path=value, got '{}'", text);
   RunState state = load_run_for_inference(o.checkpoint, o.data, o.overrides);
   std::vector<std::int64_t> lengths = o.lengths;
   if (lengths.empty()) lengths = state.config.eval.lengths;
