@@ -231,7 +231,8 @@ TEST_CASE("cli: train, inspect, eval and sample work on a tiny run; resume keeps
 // The loss of each length in an eval JSON file.
 std::map<std::int64_t, double> eval_losses(const fs::path& json) {
   std::map<std::int64_t, double> losses;
-  for (const auto& point : nlohmann::json::parse(slurp(json))["results"])
+  const auto parsed = nlohmann::json::parse(slurp(json));
+  for (const auto& point : parsed["results"])
     losses[point["length"].get<std::int64_t>()] = point["loss"].get<double>();
   return losses;
 }
@@ -274,10 +275,13 @@ TEST_CASE("cli: a RoPE checkpoint evaluated with rope_scaling (--set) and fine-t
       "rope_scaling.original_len");
   // --init-from: the checkpoint's weights in a new run at twice the length, with a fresh
   // optimizer from step 0. With a negligible learning rate its weights stay the
-  // checkpoint's: its own checkpoint evaluates as the original at the original length.
+  // checkpoint's: its own checkpoint evaluates as the original at the original length
+  // (and data.seq_len, which sets the evaluation batches).
   const std::string tuned = (box.path() / "tuned").string();
   r = box.run("train " + tiny.string() +
-              " model.position.scheme=rope data.seq_len=32 optim.lr=1e-12 train.out_dir=" + tuned +
+              " model.position.scheme=rope data.seq_len=32 optim.lr=1e-12 schedule.min_lr=0 "
+              "train.out_dir=" +
+              tuned +
               " model.position.rope_scaling.kind=linear model.position.rope_scaling.factor=2 "
               "model.position.rope_scaling.original_len=16 --init-from " +
               out);
@@ -289,7 +293,7 @@ TEST_CASE("cli: a RoPE checkpoint evaluated with rope_scaling (--set) and fine-t
   const auto tuned_json = box.path() / "tuned.json";
   REQUIRE(box.run("eval " + tuned +
                   "/checkpoints/ckpt_00000002.h5 --lengths 16 --batches 1 "
-                  "--set model.position.rope_scaling.kind=none --json " +
+                  "--set model.position.rope_scaling.kind=none --set data.seq_len=16 --json " +
                   tuned_json.string())
               .exit_code == 0);
   CHECK(eval_losses(tuned_json).at(16) == Approx(plain.at(16)).epsilon(1e-6));
