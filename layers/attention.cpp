@@ -40,17 +40,12 @@ Tensor MultiHeadAttention::forward(const Tensor& x, std::int64_t start, const Te
     require(mem_len == 0, "attention: use either a KV cache or segment memory, not both");
     require(cache->length() == start, "attention: KV cache holds {} positions, expected {}",
             cache->length(), start);
-    // A rotation that depends on the sequence length (RoPE's dynamic NTK scaling) is redone
-    // for every key at each step, so the cache keeps the keys unrotated.
-    const bool rerotate = scheme_.rotation_depends_on_length();
-    Tensor cached = rerotate ? k_content : k;  // (B, H, L, D)
     if (cache->length() > 0) {
-      cached = concat({cache->k, cached}, 2);  // (B, H, start + L, D)
+      k = concat({cache->k, k}, 2);
       v = concat({cache->v, v}, 2);
     }
-    cache->k = cached.detach();
+    cache->k = k.detach();
     cache->v = v.detach();
-    k = rerotate ? scheme_.rotate(cached, 0) : cached;
   }
   const std::int64_t k_len = k.size(2);
   AttentionChunk chunk = chunk_ ? *chunk_ : AttentionChunk{};

@@ -7,8 +7,7 @@
 
 namespace relpos {
 
-// Keys and values of earlier positions (B, H, Lc, D), kept without gradient; the keys are
-// rotated unless the scheme's rotation depends on the sequence length.
+// Keys and values of earlier positions (B, H, Lc, D), kept without gradient.
 struct KvCache {
   Tensor k, v;
   std::int64_t length() const { return k.defined() ? k.size(2) : 0; }

@@ -83,8 +83,7 @@ inline std::vector<SchemeUnderTest> attention_variants(const ModelDims& dims, st
 }
 
 // True when the scheme's rotation depends on the sequence length (RoPE's dynamic NTK
-// scaling): a forward in pieces (segment memory, streaming chunks) then sees other
-// rotations than one forward over the whole sequence, by design.
+// scaling): the model then refuses a KV cache and segment memory.
 inline bool rotation_depends_on_length(const PositionConfig& config) {
   Rng rng(1);
   return make_position_scheme(config, {16, 2, 1, true}, rng)->rotation_depends_on_length();

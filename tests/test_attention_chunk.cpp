@@ -297,7 +297,8 @@ TEST_CASE("a chunk-by-chunk forward with a KV cache equals the full forward unde
         INFO(testing::describe_config(config.position)
              << " path " << name_of(path) << " chunk " << chunk.size << " left "
              << chunk.left_chunks);
-        // Chunk by chunk, keys are rotated for the length so far, not the whole sequence's.
+        // A rotation that depends on the length refuses a KV cache
+        // (test_incremental_decoding.cpp).
         if (testing::rotation_depends_on_length(config.position)) continue;
         Rng rng(86);
         TransformerLM model(config, rng);
@@ -331,7 +332,8 @@ TEST_CASE("segment memory of left_chunks chunks equals the full forward under th
   const std::int64_t len = 12, size = 3, left = 1;
   for (const ModelConfig& config : small_encoders({size, left, false}, AttentionPath::flash)) {
     INFO(testing::describe_config(config.position));
-    // Segments are rotated for their own length, not the whole sequence's.
+    // A rotation that depends on the length refuses segment memory
+    // (test_incremental_decoding.cpp).
     if (testing::rotation_depends_on_length(config.position)) continue;
     Rng rng(87);
     TransformerLM model(config, rng);

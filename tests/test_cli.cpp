@@ -297,6 +297,23 @@ TEST_CASE("cli: a RoPE checkpoint evaluated with rope_scaling (--set) and fine-t
                   tuned_json.string())
               .exit_code == 0);
   CHECK(eval_losses(tuned_json).at(16) == Approx(plain.at(16)).epsilon(1e-6));
+  // A dynamic_ntk model samples by recomputing (nothing to cache) and refuses segment memory.
+  const std::string dynamic_run = (box.path() / "dynamic").string();
+  const std::string dynamic_train = "train " + tiny.string() +
+                                    " model.position.scheme=rope train.out_dir=" + dynamic_run +
+                                    " model.position.rope_scaling.kind=dynamic_ntk "
+                                    "model.position.rope_scaling.original_len=8";
+  r = box.run(dynamic_train);
+  REQUIRE(r.exit_code == 0);
+  const std::string dynamic_ckpt = dynamic_run + "/checkpoints/ckpt_00000002.h5";
+  r = box.run("sample " + dynamic_ckpt + " --prompt And --tokens 8 --seed 3");
+  REQUIRE(r.exit_code == 0);
+  CHECK(box.run("sample " + dynamic_ckpt + " --prompt And --tokens 8 --seed 3 --no-cache").out ==
+        r.out);
+  require_one_line_error(box.run(dynamic_train + "2 train.mem_len=8"),
+                         "train.mem_len=8: model.position.rope_scaling.kind=dynamic_ntk");
+  require_one_line_error(box.run("eval " + dynamic_ckpt + " --mem-len 8 --batches 1"),
+                         "--mem-len: model.position.rope_scaling.kind=dynamic_ntk");
   // Its architecture must match, and it does not combine with --resume.
   require_one_line_error(box.run("train " + tiny.string() + " model.position.scheme=rope " +
                                  "model.d_ff=48 train.out_dir=" + tuned + "2 --init-from " + out),

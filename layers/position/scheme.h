@@ -52,7 +52,9 @@ class PositionScheme : public Module {
   // x (B, H, L, D) at positions start.. -> rotated (RoPE).
   virtual Tensor rotate(const Tensor& x, std::int64_t /*start*/) const { return x; }
   // True when rotate() also depends on the sequence length start + L (RoPE's dynamic NTK
-  // scaling): a KV cache then keeps its keys unrotated and rotates them all at every step.
+  // scaling): every position's hidden state then changes as the sequence grows, so a KV
+  // cache or segment memory from a shorter sequence is never reusable (TransformerLM
+  // refuses them; decoding recomputes the whole sequence).
   virtual bool rotation_depends_on_length() const { return false; }
   // The relative terms of attention layer `layer` for q_len queries against k_len keys.
   virtual PositionTerms terms(std::int64_t /*layer*/, std::int64_t /*q_len*/,

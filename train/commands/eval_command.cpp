@@ -56,6 +56,9 @@ nlohmann::json run_with_memory(const EvalOptions& o, RunState& state,
           "--mem-len: the model's position scheme '{}' is absolute; memory needs a relative one",
           c.model.position.scheme);
   require(c.model.causal, "--mem-len: the model is bidirectional (model.causal: false)");
+  require(!segment_memory || !state.model->position().rotation_depends_on_length(),
+          "--mem-len: model.position.rope_scaling.kind=dynamic_ntk rotates every position by the "
+          "sequence length, so earlier segments' hidden states cannot be reused");
   const auto* corpus = dynamic_cast<const CorpusSource*>(state.data.get());
   require(corpus != nullptr, "--mem-len: needs a text corpus as data source, not '{}'",
           c.data.source);
