@@ -2,7 +2,7 @@
 # The RoPE context-extension study of docs/results/rope-extension.md:
 #  1. RoPE trained at L = 64 (the model, data and schedule of configs/ablate_positions.yaml),
 #     one run per seed;
-#  2. each checkpoint evaluated at 1x-8x with every rope_scaling kind (relpos eval --set):
+#  2. each checkpoint evaluated at 1x-16x with every rope_scaling kind (relpos eval --set):
 #     factor 4 and original_len 64 for linear, ntk and yarn; dynamic_ntk with factor 1
 #     (its scale is the length ratio n / 64 itself);
 #  3. 100 fine-tuning steps at 4L = 256 from each checkpoint's weights (relpos train
@@ -41,7 +41,7 @@ for seed in "${seeds[@]}"; do
     json=$out/evals/base-s$seed-$kind.json
     [ -e "$json" ] && continue
     mapfile -t sets < <(with_set $(scaling "$kind"))
-    "$relpos" eval "$ckpt" --lengths 64,128,256,512 --batches 8 "${sets[@]}" --json "$json" \
+    "$relpos" eval "$ckpt" --lengths 64,128,256,512,1024 --batches 8 "${sets[@]}" --json "$json" \
       > /dev/null
   done
   for kind in none linear yarn; do
