@@ -6,7 +6,7 @@
 
 #include "autograd/error.h"
 #include "train/commands/commands.h"
-#include "train/distributed.h"
+#include "train/distributed/distributed.h"
 #include "train/metrics.h"
 #include "train/run_summary.h"
 #include "train/trainer.h"

@@ -1,4 +1,4 @@
-#include "train/run_folder.h"
+#include "train/store/run_folder.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -9,7 +9,7 @@
 #include <system_error>
 
 #include "autograd/error.h"
-#include "train/atomic_file.h"
+#include "train/store/atomic_file.h"
 
 namespace relpos {
 namespace fs = std::filesystem;
