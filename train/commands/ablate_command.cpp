@@ -5,7 +5,8 @@
 
 #include <iostream>
 
-#include "train/ablation/ablation.h"
+#include "train/ablation/report.h"
+#include "train/ablation/sweep.h"
 #include "train/commands/commands.h"
 #include "train/config/memory_estimate.h"
 #include "train/distributed/distributed.h"

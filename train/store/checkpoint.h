@@ -51,21 +51,6 @@ using DeclaredShapeCheck = std::function<void(const std::string& config_yaml,
 Checkpoint load_checkpoint(const std::filesystem::path& path,
                            const DeclaredShapeCheck& check_shapes = {});
 
-// <dir>/ckpt_<step, zero-padded to 8 digits>.h5
-std::filesystem::path checkpoint_path(const std::filesystem::path& dir, std::int64_t step);
-
-// The checkpoint in dir with the highest step; nullopt when there is none.
-std::optional<std::filesystem::path> latest_checkpoint(const std::filesystem::path& dir);
-
-// The checkpoint in dir with the highest step whose whole-file digest verifies;
-// each newer one that does not is passed to `skipped` as one line naming it and why.
-std::optional<std::filesystem::path> latest_verified_checkpoint(
-    const std::filesystem::path& dir, const std::function<void(const std::string&)>& skipped);
-
-// Deletes all but the `keep` highest-step checkpoints in dir, each with its digest
-// (the file first: a checkpoint in place always has its digest); keep <= 0 keeps all.
-void keep_last_checkpoints(const std::filesystem::path& dir, int keep);
-
 // Requires `found` to name exactly the parameters of `expected`, with the same
 // shapes; the UsageError names `source`, the parameter and both shapes.
 void check_shapes_match(const std::map<std::string, Shape>& expected,
