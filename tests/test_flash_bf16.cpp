@@ -1,4 +1,4 @@
-// The tiled attention in bf16 (Precision::bf16; autograd/cpu/flash_bf16.*): its products
+// The tiled attention in bf16 (Precision::bf16; autograd/cpu/bf16_gemm_rows.*): its products
 // against the software rounding path, every scheme against the fp64 composed reference,
 // determinism of the table gradients, that bf16 is really used, and the fallback
 // without AVX512-BF16.
@@ -18,8 +18,8 @@
 #include <cstring>
 #include <string>
 
+#include "autograd/cpu/bf16_gemm_rows.h"
 #include "autograd/cpu/cpu_features.h"
-#include "autograd/cpu/flash_bf16.h"
 #include "autograd/ops/flash_attention.h"
 #include "autograd/precision.h"
 #include "autograd/tape.h"

@@ -60,15 +60,17 @@ std::vector<std::int64_t> generate(TransformerLM& model, const std::vector<std::
   std::vector<std::int64_t> context = prompt, generated;
   DecodeState state;
   const Device device = device_of(model);
-  Tensor logits = o.use_cache ? model.forward(as_batch(prompt, device), state, true)
-                              : model.forward(as_batch(prompt, device));
+  // A rotation that depends on the length (dynamic NTK) leaves nothing to cache.
+  const bool use_cache = o.use_cache && !model.position().rotation_depends_on_length();
+  Tensor logits = use_cache ? model.forward(as_batch(prompt, device), state, true)
+                            : model.forward(as_batch(prompt, device));
   for (std::int64_t n = 0; n < o.tokens; ++n) {
     const std::int64_t next = draw(last_row(logits), o, rng);
     generated.push_back(next);
     context.push_back(next);
     if (n + 1 == o.tokens) break;
-    logits = o.use_cache ? model.forward(as_batch({next}, device), state, true)
-                         : model.forward(as_batch(context, device));
+    logits = use_cache ? model.forward(as_batch({next}, device), state, true)
+                       : model.forward(as_batch(context, device));
   }
   return generated;
 }

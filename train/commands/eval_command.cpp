@@ -1,5 +1,5 @@
 // `relpos eval CHECKPOINT [--data SOURCE] [--lengths 128,256,...] [--mem-len 0,256,...]
-//  [--knn-size 0,512,...] [--batches N] [--json FILE]`
+//  [--knn-size 0,512,...] [--batches N] [--set key.path=value ...] [--json FILE]`
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -33,6 +33,7 @@ struct EvalOptions {
   std::vector<std::int64_t> mem_lens;   // non-empty: segment-recurrent evaluation
   std::vector<std::int64_t> knn_sizes;  // kNN memory sizes (implies streams, --mem-len 0)
   std::int64_t batches = 0;             // 0: the run's train.eval_batches
+  std::vector<std::string> overrides;   // --set: changes to the saved config
   std::string json;
 };
 
@@ -55,6 +56,9 @@ nlohmann::json run_with_memory(const EvalOptions& o, RunState& state,
           "--mem-len: the model's position scheme '{}' is absolute; memory needs a relative one",
           c.model.position.scheme);
   require(c.model.causal, "--mem-len: the model is bidirectional (model.causal: false)");
+  require(!segment_memory || !state.model->position().rotation_depends_on_length(),
+          "--mem-len: model.position.rope_scaling.kind=dynamic_ntk rotates every position by the "
+          "sequence length, so earlier segments' hidden states cannot be reused");
   const auto* corpus = dynamic_cast<const CorpusSource*>(state.data.get());
   require(corpus != nullptr, "--mem-len: needs a text corpus as data source, not '{}'",
           c.data.source);
@@ -83,7 +87,9 @@ nlohmann::json run_with_memory(const EvalOptions& o, RunState& state,
 
 void run(const EvalOptions& o) {
   require_single_rank("relpos eval");
-  RunState state = load_run_for_inference(o.checkpoint, o.data);
+  for (const std::string& text : o.overrides)
+    require(text.find('=') != std::string::npos, "--set: expected key.path=value, got '{}'", text);
+  RunState state = load_run_for_inference(o.checkpoint, o.data, o.overrides);
   std::vector<std::int64_t> lengths = o.lengths;
   if (lengths.empty()) lengths = state.config.eval.lengths;
   if (lengths.empty()) lengths = {state.config.data.seq_len};
@@ -103,6 +109,10 @@ void run(const EvalOptions& o) {
                         {"step", state.step},
                         {"data", state.data->describe()},
                         {"results", nlohmann::json::array()}};
+  for (const ConfigChange& change : state.config_changes) {
+    out["changes"][change.key] = {change.before, change.after};
+    std::cout << fmt::format("--set {}: {} -> {}\n", change.key, change.before, change.after);
+  }
   if (!o.mem_lens.empty() || !o.knn_sizes.empty()) {
     EvalOptions streams = o;
     if (streams.mem_lens.empty()) streams.mem_lens = {0};
@@ -155,6 +165,10 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--batches", options->batches,
                   "batches per length; with --mem-len, segments per stream (default: "
                   "train.eval_batches)");
+  cmd->add_option("--set", options->overrides,
+                  "key.path=value: change a setting of the saved config that is not "
+                  "architecture, e.g. model.position.rope_scaling.kind=yarn or "
+                  "model.attention=composed (repeatable)");
   cmd->add_option("--json", options->json,
                   "where to write the JSON (default: CHECKPOINT.eval.json)");
   cmd->callback([options] { run(*options); });

@@ -1,5 +1,5 @@
 // `relpos train CONFIG.yaml [more.yaml] [key.path=value ...] [--resume PATH | --overwrite]
-// [--dump-config]`
+// [--init-from CHECKPOINT] [--dump-config]`
 #include <fmt/format.h>
 
 #include <iostream>
@@ -17,6 +17,7 @@ namespace {
 struct TrainOptions {
   std::vector<std::string> arguments;  // config files and key.path=value overrides
   std::string resume;
+  std::string init_from;  // a checkpoint whose weights start the run
   bool overwrite = false;
   bool dump_config = false;
 };
@@ -28,6 +29,9 @@ void run(const TrainOptions& o) {
   require(!files.empty(), "train: give at least one config file (e.g. configs/quickstart.yaml)");
   require(o.resume.empty() || !o.overwrite,
           "train: give --resume (continue the run) or --overwrite (start over), not both");
+  require(o.resume.empty() || o.init_from.empty(),
+          "train: give --resume (continue a run) or --init-from (start a new run from a "
+          "checkpoint's weights), not both");
   // Under mpirun every rank builds the same run; only rank 0 prints (docs/distributed.md).
   RunState state;
   bool dumped = false;
@@ -46,6 +50,13 @@ void run(const TrainOptions& o) {
       if (is_root())
         std::cout << "resumed from " << path.string() << " at step " << state.step << "\n";
     }
+    if (!o.init_from.empty()) {
+      const auto path = resolve_checkpoint(o.init_from, "--init-from");
+      initialise_from(state, path);
+      if (is_root())
+        std::cout << "initialised the weights from " << path.string()
+                  << " (new optimizer, step 0)\n";
+    }
   });
   if (dumped) return;
   const TrainSummary summary = train(state, o.overwrite ? RunStart::overwrite : RunStart::fresh);
@@ -62,6 +73,10 @@ void add_train_command(CLI::App& app) {
       ->required();
   cmd->add_option("--resume", options->resume,
                   "continue bit-exactly from a checkpoint file or a run directory");
+  cmd->add_option("--init-from", options->init_from,
+                  "start a new run from the weights of a checkpoint file or run directory "
+                  "(same architecture; fresh optimizer, data stream and step 0), e.g. to "
+                  "fine-tune at a longer data.seq_len with model.position.rope_scaling");
   cmd->add_flag("--overwrite", options->overwrite,
                 "start over in a train.out_dir that holds a run, moving its contents to "
                 "<out_dir>.old-<n>");
