@@ -189,6 +189,9 @@ class PositionScheme(torch.nn.Module):
                 layer.log_r1, layer.log_r2 = table((h,)), table((h,))
         elif s not in ("none", "sinusoidal", "alibi", "rope"):
             raise ExportError(f"model.position.scheme '{s}' is unknown to this twin")
+        scaling = cfg.get("rope_scaling", {"kind": "none"})["kind"]
+        if s == "rope" and scaling != "none":
+            raise ExportError(f"model.position.rope_scaling.kind={scaling} is not implemented by this twin")
 
     def embed(self, x, start):
         """x (B, L, d) at positions start.. -> plus the absolute term."""
