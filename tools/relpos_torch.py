@@ -120,11 +120,38 @@ def alibi_slopes(heads):
     return pow2(n) + pow2(2 * n)[0::2][: heads - n]
 
 
-def rotate(x, positions, base):
-    """RoPE, rotate-half convention: x (B, H, L, D) at `positions` (L)."""
+def rope_frequencies(dim, base, scaling, length):
+    """RoPE's (dim/2) inverse frequencies and the factor on cos and sin under
+    model.position.rope_scaling, for a sequence of `length` positions (dynamic_ntk only)."""
+    kind, s, original = scaling["kind"], scaling["factor"], scaling["original_len"]
+    plain = inverse_frequencies(dim, base)
+    if kind == "linear":  # Position Interpolation: every angle divided by s
+        return plain / s, 1.0
+    if kind == "ntk" or (kind == "dynamic_ntk" and length > original):
+        scale = s if kind == "ntk" else s * length / original - (s - 1.0)
+        return inverse_frequencies(dim, base * scale ** (dim / (dim - 2.0))), 1.0
+    if kind == "yarn":
+        # The pair index whose frequency turns `r` times over the original length.
+        def pair(r):
+            return dim * math.log(original / (r * 2.0 * math.pi)) / (2.0 * math.log(base))
+
+        low = max(math.floor(pair(scaling["beta_fast"])), 0.0)
+        high = min(math.ceil(pair(scaling["beta_slow"])), dim - 1.0)
+        if high == low:
+            high += 0.001
+        ramp = ((torch.arange(dim // 2, dtype=torch.float64) - low) / (high - low)).clamp(0.0, 1.0)
+        magnitude = 0.1 * math.log(s) + 1.0 if s > 1.0 else 1.0  # YaRN's sqrt(1/t)
+        return plain / s * ramp + plain * (1.0 - ramp), magnitude
+    return plain, 1.0
+
+
+def rotate(x, positions, base, scaling, length):
+    """RoPE, rotate-half convention: x (B, H, L, D) at `positions` (L), in a sequence of
+    `length` positions."""
     half = x.shape[-1] // 2
-    angle = positions.to(torch.float64)[:, None] * inverse_frequencies(x.shape[-1], base)[None, :]
-    cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)  # (L, D/2)
+    inverse, magnitude = rope_frequencies(x.shape[-1], base, scaling, length)
+    angle = positions.to(torch.float64)[:, None] * inverse[None, :]
+    cos, sin = (magnitude * angle.cos()).to(x.dtype), (magnitude * angle.sin()).to(x.dtype)  # (L, D/2)
     x1, x2 = x[..., :half], x[..., half:]
     return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
 
@@ -189,9 +216,6 @@ class PositionScheme(torch.nn.Module):
                 layer.log_r1, layer.log_r2 = table((h,)), table((h,))
         elif s not in ("none", "sinusoidal", "alibi", "rope"):
             raise ExportError(f"model.position.scheme '{s}' is unknown to this twin")
-        scaling = cfg.get("rope_scaling", {"kind": "none"})["kind"]
-        if s == "rope" and scaling != "none":
-            raise ExportError(f"model.position.rope_scaling.kind={scaling} is not implemented by this twin")
 
     def embed(self, x, start):
         """x (B, L, d) at positions start.. -> plus the absolute term."""
@@ -211,7 +235,9 @@ class PositionScheme(torch.nn.Module):
     def rotate(self, x, start):
         if self.scheme != "rope":
             return x
-        return rotate(x, torch.arange(start, start + x.shape[2]), self.cfg["rope_base"])
+        end = start + x.shape[2]
+        scaling = self.cfg.get("rope_scaling", {"kind": "none", "factor": 1.0, "original_len": 0})
+        return rotate(x, torch.arange(start, end), self.cfg["rope_base"], scaling, end)
 
     def _layer(self, layer):
         return self.layers[layer] if hasattr(self, "layers") else self
