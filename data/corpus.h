@@ -38,4 +38,10 @@ void require_enough(const Corpus& corpus, Split split, std::int64_t seq_len,
 // build time.
 std::string bundled_corpus_path();
 
+// The memory load_corpus needs for a file of `file_bytes`, at its peak: the file's bytes
+// while they are encoded, then 8 bytes per token and the validation split's copy.
+inline double corpus_load_bytes(double file_bytes, double val_fraction) {
+  return file_bytes * (1 + 8 * (1 + val_fraction));
+}
+
 }  // namespace relpos

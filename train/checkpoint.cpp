@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -287,7 +288,7 @@ std::vector<char> hdf5_image(const fs::path& label, const Checkpoint& checkpoint
 // refuses an image whose name is an existing file: this name never is one.
 constexpr const char* kImageName = "/dev/null/relpos-checkpoint-image";
 
-H5::H5File open_image(std::vector<char>& image) {
+H5::H5File open_image(std::string& image) {
   H5::FileAccPropList access;
   access.setCore(kImageIncrement, false);
   if (H5Pset_file_image(access.getId(), image.data(), image.size()) < 0)
@@ -328,8 +329,16 @@ DeclaredDataset declare_dataset(H5::DataSet dataset, std::vector<std::string> pa
   const std::string name = dataset.getObjName();
   visit_object_once(dataset.getId(), name, limits);
   DeclaredDataset declared{std::move(path), dataset, dtype_of_dataset(dataset, limits.file), {}, 0};
-  require(dataset.getCreatePlist().getLayout() == H5D_CONTIGUOUS,
-          "checkpoint {}: dataset {} is not stored contiguously (relpos writes no chunks)",
+  const H5::DSetCreatPropList creation = dataset.getCreatePlist();
+  require(creation.getLayout() == H5D_CONTIGUOUS,
+          "checkpoint {}: dataset {} is not stored contiguously (relpos writes no chunked, "
+          "compact or virtual datasets)",
+          limits.file, name);
+  // External storage keeps a dataset's bytes in other files (any path, a FIFO): the
+  // reader stays in the verified image.
+  require(H5Pget_external_count(creation.getId()) == 0,
+          "checkpoint {}: dataset {} keeps its data in an external file (relpos reads only "
+          "what is inside the checkpoint)",
           limits.file, name);
   const H5::DataSpace space = dataset.getSpace();
   const H5S_class_t kind = space.getSimpleExtentType();
@@ -427,9 +436,12 @@ H5::Attribute open_state_attribute(const H5::Group& state, const char* name,
 
 std::int64_t read_int_attribute(const H5::Group& state, const char* name, const std::string& file) {
   const H5::Attribute attribute = open_state_attribute(state, name, file);
-  require(
-      attribute.getTypeClass() == H5T_INTEGER && attribute.getSpace().getSimpleExtentNpoints() == 1,
-      "checkpoint {}: /state attribute '{}' must be a single integer", file, name);
+  // Signed 64-bit as written: HDF5 would clamp a wider or unsigned value silently.
+  require(attribute.getTypeClass() == H5T_INTEGER &&
+              attribute.getIntType().getSign() == H5T_SGN_2 &&
+              attribute.getDataType().getSize() == 8 &&
+              attribute.getSpace().getSimpleExtentNpoints() == 1,
+          "checkpoint {}: /state attribute '{}' must be a single int64", file, name);
   std::int64_t value = 0;
   attribute.read(H5::PredType::NATIVE_INT64, &value);
   return value;
@@ -472,9 +484,25 @@ std::map<std::string, std::vector<std::uint64_t>> read_rng_states(const H5::Grou
   return states;
 }
 
+// The top-level names (/state, /config, /params, ...) are opened by name, which would
+// follow a soft or external link (into another file) too: every link at the root must
+// be a hard one before any is opened.
+void require_hard_root_links(const H5::H5File& h5, const std::string& file) {
+  const H5::Group root = h5.openGroup("/");
+  for (hsize_t i = 0; i < root.getNumObjs(); ++i) {
+    const std::string name = root.getObjnameByIdx(i);
+    H5L_info_t link;
+    if (H5Lget_info(root.getId(), name.c_str(), &link, H5P_DEFAULT) < 0)
+      throw H5::GroupIException("H5Lget_info", "cannot read a link");
+    require(link.type == H5L_TYPE_HARD, "checkpoint {}: /{} is a soft or external link", file,
+            name);
+  }
+}
+
 Checkpoint read_contents(const H5::H5File& h5, WalkLimits& limits,
                          const DeclaredShapeCheck& check_shapes) {
   const std::string& file = limits.file;
+  require_hard_root_links(h5, file);
   require(has_group(h5, "state"), "checkpoint {}: no /state group (not a relpos checkpoint?)",
           file);
   const H5::Group state = h5.openGroup("state");
@@ -485,6 +513,9 @@ Checkpoint read_contents(const H5::H5File& h5, WalkLimits& limits,
           checkpoint.format_version, kCheckpointFormatVersion);
   checkpoint.step = read_int_attribute(state, kStepAttribute, file);
   checkpoint.tokens_seen = read_int_attribute(state, kTokensSeenAttribute, file);
+  require(checkpoint.step >= 0 && checkpoint.tokens_seen >= 0,
+          "checkpoint {}: /state step {} and tokens_seen {} must both be >= 0", file,
+          checkpoint.step, checkpoint.tokens_seen);
   checkpoint.config_yaml = read_config(h5, limits);
   checkpoint.rng_states = read_rng_states(state, limits);
 
@@ -504,20 +535,24 @@ Checkpoint read_contents(const H5::H5File& h5, WalkLimits& limits,
     for (const DeclaredDataset& p : params) shapes.emplace(join(p.path, '.'), p.shape);
     check_shapes(checkpoint.config_yaml, shapes);
   }
-  for (const DeclaredDataset& p : params)
-    checkpoint.params.emplace(join(p.path, '.'), read_tensor(p, file));
+  // A dotted group name ("/params/a.b") would give the name of a nested one ("/params/a/b").
+  const auto add = [&](std::map<std::string, Tensor>& to, const std::string& name,
+                       const DeclaredDataset& d) {
+    require(to.emplace(name, read_tensor(d, file)).second,
+            "checkpoint {}: the name '{}' is stored twice (the second time as {})", file, name,
+            d.dataset.getObjName());
+  };
+  for (const DeclaredDataset& p : params) add(checkpoint.params, join(p.path, '.'), p);
   for (const DeclaredDataset& o : optim) {
     if (o.path.size() == 1) {  // optimizer-wide state, e.g. /optim/step
-      checkpoint.optim.emplace(o.path.front(), read_tensor(o, file));
+      add(checkpoint.optim, o.path.front(), o);
       continue;
     }
     const std::vector<std::string> param(o.path.begin(), o.path.end() - 1);
-    checkpoint.optim.emplace(join(param, '.') + "/" + o.path.back(), read_tensor(o, file));
+    add(checkpoint.optim, join(param, '.') + "/" + o.path.back(), o);
   }
-  for (const DeclaredDataset& m : memory)
-    checkpoint.memory.emplace(join(m.path, '.'), read_tensor(m, file));
-  for (const DeclaredDataset& k : knn_memory)
-    checkpoint.knn_memory.emplace(join(k.path, '/'), read_tensor(k, file));
+  for (const DeclaredDataset& m : memory) add(checkpoint.memory, join(m.path, '.'), m);
+  for (const DeclaredDataset& k : knn_memory) add(checkpoint.knn_memory, join(k.path, '/'), k);
   return checkpoint;
 }
 
@@ -554,7 +589,8 @@ void remove_digest(const fs::path& checkpoint) {
   require(!error, "cannot delete {}: {}", digest_path(checkpoint).string(), error.message());
 }
 
-// The checkpoints in dir, sorted by step.
+}  // namespace
+
 std::vector<std::pair<std::int64_t, fs::path>> list_checkpoints(const fs::path& dir) {
   std::vector<std::pair<std::int64_t, fs::path>> found;
   std::error_code error;
@@ -567,8 +603,6 @@ std::vector<std::pair<std::int64_t, fs::path>> list_checkpoints(const fs::path& 
   std::sort(found.begin(), found.end());
   return found;
 }
-
-}  // namespace
 
 void save_checkpoint(const fs::path& path, const Checkpoint& checkpoint) {
   capture_hdf5_errors();
@@ -606,7 +640,7 @@ Checkpoint load_checkpoint(const fs::path& path, const DeclaredShapeCheck& check
   std::error_code error;
   require(fs::exists(path, error), "checkpoint {}: no such file", file);
   require(fs::is_regular_file(path, error), "checkpoint {}: not a regular file", file);
-  std::vector<char> image;
+  std::string image;
   try {
     image = read_verified_file(path);
   } catch (const UsageError& digest_error) {
@@ -689,6 +723,24 @@ void check_params_match(const std::map<std::string, Tensor>& expected,
     return out;
   };
   check_shapes_match(shapes(expected), shapes(loaded), source);
+  for (const auto& [name, tensor] : expected) {
+    const DType found = loaded.at(name).dtype();
+    require(found == tensor.dtype(),
+            "checkpoint {} does not match the model: parameter '{}' is {} in the checkpoint but "
+            "{} in the model (parameters are not converted)",
+            source, name, name_of(found), name_of(tensor.dtype()));
+  }
+}
+
+void require_finite_parameters(const std::map<std::string, Tensor>& params,
+                               const std::string& source) {
+  for (const auto& [name, tensor] : params) {
+    if (!is_floating(tensor.dtype())) continue;
+    const std::vector<double> values = tensor.to_vector();
+    require(std::all_of(values.begin(), values.end(), [](double v) { return std::isfinite(v); }),
+            "checkpoint {}: parameter '{}' holds NaN or Inf; a model needs finite weights", source,
+            name);
+  }
 }
 
 }  // namespace relpos

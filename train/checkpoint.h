@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "autograd/tensor.h"
@@ -54,6 +55,10 @@ Checkpoint load_checkpoint(const std::filesystem::path& path,
 // <dir>/ckpt_<step, zero-padded to 8 digits>.h5
 std::filesystem::path checkpoint_path(const std::filesystem::path& dir, std::int64_t step);
 
+// The checkpoints (ckpt_<step>.h5, regular files) in dir with their steps, by step.
+std::vector<std::pair<std::int64_t, std::filesystem::path>> list_checkpoints(
+    const std::filesystem::path& dir);
+
 // The checkpoint in dir with the highest step; nullopt when there is none.
 std::optional<std::filesystem::path> latest_checkpoint(const std::filesystem::path& dir);
 
@@ -71,8 +76,14 @@ void keep_last_checkpoints(const std::filesystem::path& dir, int keep);
 void check_shapes_match(const std::map<std::string, Shape>& expected,
                         const std::map<std::string, Shape>& found, const std::string& source);
 
-// check_shapes_match on the shapes of two tensor maps.
+// check_shapes_match on the shapes of two tensor maps, then the same dtype for each
+// (an int64 or uint8 tensor where the model has a float one is refused, not converted).
 void check_params_match(const std::map<std::string, Tensor>& expected,
                         const std::map<std::string, Tensor>& loaded, const std::string& source);
+
+// Requires every floating-point parameter to hold only finite values: eval and sample
+// of NaN or Inf weights would print nonsense with exit 0.
+void require_finite_parameters(const std::map<std::string, Tensor>& params,
+                               const std::string& source);
 
 }  // namespace relpos

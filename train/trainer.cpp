@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <csignal>
@@ -28,9 +29,11 @@
 #include "train/divergence.h"
 #include "train/dynamic_chunk.h"
 #include "train/evaluate.h"
+#include "train/input_output.h"
 #include "train/knn_state.h"
 #include "train/memory_estimate.h"
 #include "train/metrics.h"
+#include "train/run_start.h"
 #include "train/run_summary.h"
 #include "train/stop_signal.h"
 #include "train/train_precision.h"
@@ -40,6 +43,8 @@ namespace {
 
 constexpr const char* kSamplerKey = "data_sampler";
 constexpr const char* kLrHalvingsKey = "lr_halvings";  // a /state word; absent when 0
+// 0.5^1023 is still a normal double; a larger count is no rollback history.
+constexpr std::uint64_t kMaxLrHalvings = 1023;
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& o,
                                           std::vector<NamedParameter> parameters) {
@@ -155,20 +160,32 @@ std::vector<Tensor> memory_from(const RunState& run, const Checkpoint& ckpt,
   return memory;
 }
 
-// Parameters, optimizer state, data stream, segment memory and counters of a checkpoint.
-void load_training_state(RunState& run, const Checkpoint& ckpt,
-                         const std::filesystem::path& source) {
+// Parameters, optimizer state (unless the run changed optim.name: then it starts
+// fresh), data stream, segment memory and counters of a checkpoint.
+void load_training_state(RunState& run, const Checkpoint& ckpt, const std::filesystem::path& source,
+                         bool optimizer_state = true) {
   load_parameters(*run.model, ckpt, source);
-  run.optimizer->load_state(ckpt.optim);
+  try {
+    if (optimizer_state) run.optimizer->load_state(ckpt.optim);
+  } catch (const UsageError& e) {
+    fail("checkpoint {}: {}", source.string(), e.what());
+  }
   auto sampler = ckpt.rng_states.find(kSamplerKey);
   require(sampler != ckpt.rng_states.end(), "checkpoint {}: no '{}' state", source.string(),
           kSamplerKey);
-  run.data->set_sampler_state(SamplerState::from_words(sampler->second));
+  try {
+    run.data->set_sampler_state(SamplerState::from_words(sampler->second));
+  } catch (const UsageError& e) {
+    fail("checkpoint {}: {}", source.string(), e.what());
+  }
   run.memory = memory_from(run, ckpt, source);
   restore_knn_memory(run.knn_memory, ckpt, run.config, run.device, source);
   const auto halvings = ckpt.rng_states.find(kLrHalvingsKey);
-  require(halvings == ckpt.rng_states.end() || halvings->second.size() == 1,
-          "checkpoint {}: '{}' must hold one word", source.string(), kLrHalvingsKey);
+  require(halvings == ckpt.rng_states.end() ||
+              (halvings->second.size() == 1 && halvings->second[0] >= 1 &&
+               halvings->second[0] <= kMaxLrHalvings),
+          "checkpoint {}: '{}' must hold one word in [1, {}] (written only when > 0)",
+          source.string(), kLrHalvingsKey, kMaxLrHalvings);
   run.lr_halvings =
       halvings == ckpt.rng_states.end() ? 0 : static_cast<std::int64_t>(halvings->second[0]);
   run.step = ckpt.step;
@@ -179,7 +196,14 @@ void load_training_state(RunState& run, const Checkpoint& ckpt,
 
 void restore_run(RunState& run, const Checkpoint& ckpt, const std::filesystem::path& source) {
   run.config_changes = changes_since(run, ckpt.config_yaml, source);
-  load_training_state(run, ckpt, source);
+  const bool new_optimizer =
+      std::any_of(run.config_changes.begin(), run.config_changes.end(),
+                  [](const ConfigChange& change) { return change.key == "optim.name"; });
+  if (new_optimizer && is_root())
+    std::cerr << fmt::format(
+        "relpos: optim.name changed ({}): the optimizer starts with fresh state\n",
+        run.config.optim.name);
+  load_training_state(run, ckpt, source, !new_optimizer);
   run.resumed_from = source;
 }
 
@@ -206,6 +230,7 @@ RunState load_run_for_inference(const std::filesystem::path& path, const std::st
     check_shapes_match(parameter_shapes(*run.model), shapes, path.string());
   };
   const Checkpoint ckpt = load_checkpoint(path, build_saved_run);
+  require_finite_parameters(ckpt.params, path.string());
   load_parameters(*run.model, ckpt, path);
   run.step = ckpt.step;
   run.tokens_seen = ckpt.tokens_seen;
@@ -249,9 +274,10 @@ double gradient_norm(const std::vector<NamedParameter>& parameters, double max_n
   return clip_grad_norm(parameters, max_norm > 0 ? max_norm : std::numeric_limits<double>::max());
 }
 
-// A config_change event in metrics.jsonl and one line on stderr.
-void record_config_changes(const RunState& run, MetricsLog& metrics) {
-  if (run.config_changes.empty()) return;
+// The config_change event for metrics.jsonl (none when nothing changed), after one line
+// on stderr.
+std::vector<nlohmann::json> record_config_changes(const RunState& run) {
+  if (run.config_changes.empty()) return {};
   nlohmann::json changes = nlohmann::json::object();
   std::string listed;
   for (const ConfigChange& change : run.config_changes) {
@@ -259,11 +285,11 @@ void record_config_changes(const RunState& run, MetricsLog& metrics) {
     listed += fmt::format("{}{} {} -> {}", listed.empty() ? "" : ", ", change.key, change.before,
                           change.after);
   }
-  metrics.write({{"event", "config_change"}, {"step", run.step}, {"changes", changes}});
   std::cerr << fmt::format(
       "relpos: resuming at step {} with changed settings: {} (recorded in metrics.jsonl and "
       "config.{}.yaml)\n",
       run.step, listed, run.step);
+  return {{{"event", "config_change"}, {"step", run.step}, {"changes", changes}}};
 }
 
 std::string last_good_text(const std::optional<std::filesystem::path>& last_good,
@@ -297,26 +323,27 @@ TrainSummary train(RunState& run, RunStart start) {
         "mpirun ({} ranks); set model.knn_memory.layer: -1 or run without mpirun",
         c.model.knn_memory.layer, world);
   std::optional<RunFolder> folder;
-  std::optional<MetricsLog> metrics_log;
+  std::optional<RunStartWrites> run_files;  // rank 0's metrics.jsonl, config files, summary
   run_collectively([&] {
     if (!root) return;
-    folder.emplace(c.train.out_dir, run.resumed_from.empty() ? start : RunStart::resume);
+    // A resume continues the run in out_dir, unless --overwrite asks to move that run
+    // aside for a checkpoint from elsewhere.
+    const bool resume =
+        !run.resumed_from.empty() &&
+        (start != RunStart::overwrite || inside_folder(run.resumed_from, c.train.out_dir));
+    folder.emplace(c.train.out_dir, resume ? RunStart::resume : start, run.resumed_from);
     const std::filesystem::path dir = folder->path();
     if (!folder->moved_aside().empty())
       std::cerr << fmt::format("relpos: moved the earlier contents of {} to {}\n", dir.string(),
                                folder->moved_aside().string());
-    std::error_code ignored;
-    std::filesystem::remove(dir / "summary.json", ignored);  // written again when this run ends
-    write_file_atomic(dir / "config.yaml", to_yaml(c));
-    write_file_atomic(dir / fmt::format("config.{}.yaml", run.step), to_yaml(c));
-    metrics_log.emplace(dir, run.step);
-    record_config_changes(run, *metrics_log);
+    // A resume changes nothing in the folder before its first checkpoint is saved.
+    run_files.emplace(dir, run.step, to_yaml(c), record_config_changes(run), resume);
   });
   const std::filesystem::path out =
       folder ? folder->path() : std::filesystem::path(c.train.out_dir);
   const std::filesystem::path checkpoints = out / "checkpoints";
   auto write_metrics = [&](const nlohmann::json& record) {
-    if (metrics_log) metrics_log->write(record);
+    if (run_files) run_files->write(record);
   };
   const LrSchedule schedule = make_schedule(
       c.schedule.name, {c.optim.lr, c.schedule.min_lr, c.schedule.warmup_steps, c.train.steps});
@@ -353,7 +380,8 @@ TrainSummary train(RunState& run, RunStart start) {
     if (bad) return bad;
     const std::filesystem::path path = checkpoint_path(checkpoints, run.step);
     if (root) {
-      save_checkpoint(path, state);
+      run_files->save_checkpoint([&] { save_checkpoint(path, state); },
+                                 [&](const std::string& line) { progress.message(line); });
       keep_last_checkpoints(checkpoints, static_cast<int>(c.train.keep_checkpoints));
     }
     barrier();  // every rank may read it back (a rollback) once it is complete
@@ -400,7 +428,7 @@ TrainSummary train(RunState& run, RunStart start) {
     load_training_state(run, load_checkpoint(*last_good), *last_good);
     run.lr_halvings = halvings;
     const double scale = std::ldexp(1.0, -static_cast<int>(halvings));
-    if (metrics_log) metrics_log->truncate_after(run.step, true);
+    if (run_files) run_files->truncate_after(run.step, true);
     write_metrics({{"event", "rollback"},
                    {"step", run.step},
                    {"diverged_at", step},

@@ -14,6 +14,7 @@
 #include "train/distributed.h"
 #include "train/evaluate.h"
 #include "train/evaluate_stream.h"
+#include "train/input_output.h"
 #include "train/memory_estimate.h"
 #include "train/metrics.h"
 #include "train/trainer.h"
@@ -80,8 +81,20 @@ nlohmann::json run_with_memory(const EvalOptions& o, RunState& state,
   return results;
 }
 
+// Where the JSON goes: --json, or CHECKPOINT.eval.json; never one of the files read.
+std::filesystem::path json_path(const EvalOptions& o) {
+  const std::filesystem::path json =
+      o.json.empty() ? std::filesystem::path(o.checkpoint).replace_extension(".eval.json")
+                     : std::filesystem::path(o.json);
+  std::vector<InputFile> inputs = checkpoint_inputs(o.checkpoint);
+  if (!o.data.empty()) inputs.push_back({o.data, "the --data file"});
+  require_not_an_input(json, "--json", inputs);
+  return json;
+}
+
 void run(const EvalOptions& o) {
   require_single_rank("relpos eval");
+  const std::filesystem::path json = json_path(o);
   RunState state = load_run_for_inference(o.checkpoint, o.data);
   std::vector<std::int64_t> lengths = o.lengths;
   if (lengths.empty()) lengths = state.config.eval.lengths;
@@ -124,9 +137,6 @@ void run(const EvalOptions& o) {
                                 {"exact_match", p.exact_match}});
     }
   }
-  const std::filesystem::path json =
-      o.json.empty() ? std::filesystem::path(o.checkpoint).replace_extension(".eval.json")
-                     : std::filesystem::path(o.json);
   write_file_atomic(json, out.dump(2) + "\n");
   std::cout << "wrote " << json.string() << "\n";
 }
@@ -152,7 +162,8 @@ void add_eval_command(CLI::App& app) {
       ->delimiter(',');
   cmd->add_option("--batches", options->batches,
                   "batches per length; with --mem-len, segments per stream (default: "
-                  "train.eval_batches)");
+                  "train.eval_batches)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--json", options->json,
                   "where to write the JSON (default: CHECKPOINT.eval.json)");
   cmd->callback([options] { run(*options); });
