@@ -17,7 +17,7 @@
 #include "autograd/tape.h"
 #include "bench/timing.h"
 #include "optim/clip.h"
-#include "train/config.h"
+#include "train/config/config.h"
 #include "train/trainer.h"
 
 using namespace relpos;

@@ -16,7 +16,7 @@
 #include "bench/parse_arguments.h"
 #include "bench/timing.h"
 #include "optim/clip.h"
-#include "train/config.h"
+#include "train/config/config.h"
 #include "train/trainer.h"
 
 using namespace relpos;

@@ -13,7 +13,7 @@ function(make_tree tree file line)
   file(REMOVE_RECURSE ${tree})
   file(WRITE ${tree}/autograd/ops/ok.cpp
        "#include <vector>\n#include <fmt/format.h>\n#include \"autograd/tensor.h\"\n"
-       "// #include \"train/config.h\" (a comment, not an include)\n")
+       "// #include \"train/config/config.h\" (a comment, not an include)\n")
   file(WRITE ${tree}/layers/position/ok.cpp
        "#include \"autograd/tensor.h\"\n#include \"optim/parameter.h\"\n"
        "#include \"data/batch.h\"\n")
@@ -31,7 +31,7 @@ endif()
 
 set(cases
     "autograd/ops/ok.cpp|#include \"layers/module.h\""
-    "autograd/cuda/bad.cu|#include \"train/config.h\""
+    "autograd/cuda/bad.cu|#include \"train/config/config.h\""
     "autograd/bad.h|#  include \"optim/adam.h\""
     "autograd/cpu/bad.cpp|#include \"data/batch.h\""
     "autograd/bad.cpp|#include <yaml-cpp/yaml.h>"
@@ -39,8 +39,8 @@ set(cases
     "autograd/bad.cpp|#include <png.h>"
     "autograd/bad.cpp|#include <CLI/CLI.hpp>"
     "autograd/bad.cpp|#include <nlohmann/json.hpp>"
-    "layers/position/ok.cpp|#include \"train/config.h\""
-    "optim/bad.h|#include \"train/checkpoint.h\""
+    "layers/position/ok.cpp|#include \"train/config/config.h\""
+    "optim/bad.h|#include \"train/store/checkpoint.h\""
     "data/bad.cpp|#include <H5Cpp.h>")
 foreach(case IN LISTS cases)
   string(REPLACE "|" ";" parts "${case}")

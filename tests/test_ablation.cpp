@@ -17,9 +17,9 @@
 #include "layers/position/registry.h"
 #include "tests/fixture.h"
 #include "tests/test_files.h"
-#include "train/ablation.h"
-#include "train/checkpoint.h"
+#include "train/ablation/ablation.h"
 #include "train/evaluate.h"
+#include "train/store/checkpoint.h"
 #include "train/trainer.h"
 
 using namespace relpos;

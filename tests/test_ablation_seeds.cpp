@@ -11,8 +11,8 @@
 #include "autograd/error.h"
 #include "tests/fixture.h"
 #include "tests/test_files.h"
-#include "train/ablation.h"
-#include "train/checkpoint.h"
+#include "train/ablation/ablation.h"
+#include "train/store/checkpoint.h"
 
 using namespace relpos;
 namespace fs = std::filesystem;

@@ -10,7 +10,7 @@
 #include "autograd/ops/loss.h"
 #include "autograd/tape.h"
 #include "optim/clip.h"
-#include "train/config.h"
+#include "train/config/config.h"
 #include "train/trainer.h"
 
 using namespace relpos;

@@ -26,7 +26,7 @@
 #include "autograd/precision.h"
 #include "autograd/tape.h"
 #include "test_helpers.h"
-#include "train/config.h"
+#include "train/config/config.h"
 #include "train/train_precision.h"
 
 using namespace relpos;

@@ -14,8 +14,8 @@
 
 #include "autograd/ops/shape.h"
 #include "tests/test_files.h"
-#include "train/checkpoint.h"
-#include "train/file_digest.h"
+#include "train/store/checkpoint.h"
+#include "train/store/file_digest.h"
 
 using namespace relpos;
 namespace fs = std::filesystem;

@@ -20,8 +20,8 @@
 #include "layers/transformer.h"
 #include "tests/fixture.h"
 #include "tests/test_files.h"
-#include "train/config.h"
-#include "train/memory_estimate.h"
+#include "train/config/config.h"
+#include "train/config/memory_estimate.h"
 
 namespace relpos {
 namespace {

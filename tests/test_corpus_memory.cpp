@@ -6,8 +6,8 @@
 #include "data/corpus.h"
 #include "data/tokenizer.h"
 #include "tests/test_files.h"
-#include "train/config.h"
-#include "train/memory_estimate.h"
+#include "train/config/config.h"
+#include "train/config/memory_estimate.h"
 
 using namespace relpos;
 

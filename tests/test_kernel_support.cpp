@@ -10,7 +10,7 @@
 #include "layers/scaled_attention.h"
 #include "tests/test_files.h"
 #include "tests/test_helpers.h"
-#include "train/config.h"
+#include "train/config/config.h"
 #include "train/trainer.h"
 
 using namespace relpos;

@@ -6,9 +6,9 @@
 
 #include "autograd/error.h"
 #include "tests/test_files.h"
-#include "train/checkpoint.h"
-#include "train/config.h"
+#include "train/config/config.h"
 #include "train/knn_state.h"
+#include "train/store/checkpoint.h"
 #include "train/trainer.h"
 
 using namespace relpos;

@@ -14,10 +14,10 @@
 #include "data/masking.h"
 #include "test_batches.h"
 #include "tests/test_files.h"
-#include "train/checkpoint.h"
-#include "train/config.h"
+#include "train/config/config.h"
 #include "train/evaluate.h"
 #include "train/sample.h"
+#include "train/store/checkpoint.h"
 #include "train/trainer.h"
 
 using namespace relpos;

@@ -12,10 +12,10 @@
 #include "recurrence_helpers.h"
 #include "test_files.h"
 #include "test_helpers.h"
-#include "train/checkpoint.h"
-#include "train/config.h"
+#include "train/config/config.h"
+#include "train/config/memory_estimate.h"
 #include "train/evaluate_stream.h"
-#include "train/memory_estimate.h"
+#include "train/store/checkpoint.h"
 #include "train/trainer.h"
 
 using namespace relpos;

@@ -9,9 +9,9 @@
 
 #include "tests/test_files.h"
 #include "tests/test_process.h"
-#include "train/checkpoint.h"
-#include "train/config.h"
-#include "train/run_folder.h"
+#include "train/config/config.h"
+#include "train/store/checkpoint.h"
+#include "train/store/run_folder.h"
 #include "train/trainer.h"
 
 using namespace relpos;

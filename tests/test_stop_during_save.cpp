@@ -12,8 +12,8 @@
 #include <thread>
 
 #include "tests/test_files.h"
-#include "train/atomic_file.h"
 #include "train/stop_signal.h"
+#include "train/store/atomic_file.h"
 
 namespace fs = std::filesystem;
 

@@ -12,7 +12,7 @@
 #include "tests/test_files.h"
 #include "tests/test_metrics.h"
 #include "tests/test_process.h"
-#include "train/checkpoint.h"
+#include "train/store/checkpoint.h"
 
 namespace fs = std::filesystem;
 using relpos::testing::slurp;

@@ -6,7 +6,7 @@
 #include "autograd/backend.h"
 #include "autograd/error.h"
 #include "tests/test_files.h"
-#include "train/config.h"
+#include "train/config/config.h"
 #include "train/device_placement.h"
 #include "train/trainer.h"
 

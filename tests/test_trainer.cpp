@@ -10,10 +10,10 @@
 #include "autograd/error.h"
 #include "tests/test_files.h"
 #include "tests/test_metrics.h"
-#include "train/checkpoint.h"
-#include "train/config.h"
+#include "train/config/config.h"
 #include "train/divergence.h"
 #include "train/metrics.h"
+#include "train/store/checkpoint.h"
 #include "train/trainer.h"
 
 using namespace relpos;

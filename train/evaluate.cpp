@@ -9,7 +9,7 @@
 #include "autograd/tape.h"
 #include "train/answer_accuracy.h"
 #include "train/device_placement.h"
-#include "train/distributed.h"
+#include "train/distributed/distributed.h"
 
 namespace relpos {
 

@@ -4,8 +4,8 @@
 #include <filesystem>
 
 #include "layers/knn_memory.h"
-#include "train/checkpoint.h"
-#include "train/config.h"
+#include "train/config/config.h"
+#include "train/store/checkpoint.h"
 
 namespace relpos {
 

@@ -16,7 +16,7 @@
 #include "autograd/blas_kernel.h"
 #include "autograd/error.h"
 #include "train/commands/commands.h"
-#include "train/distributed.h"
+#include "train/distributed/distributed.h"
 #include "train/stop_signal.h"
 
 namespace {
@@ -41,7 +41,7 @@ std::string one_line(std::string message) {
   return message;
 }
 
-// The memory estimate (train/memory_estimate.h) refuses most such runs before they start.
+// The memory estimate (train/config/memory_estimate.h) refuses most such runs before they start.
 std::string out_of_memory() {
   return "relpos: error: out of memory; reduce the sizes (model.d_model, model.d_ff, "
          "model.n_layers, model.vocab, data.batch_size, data.seq_len, eval.lengths, "

@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "autograd/error.h"
-#include "train/atomic_file.h"
 #include "train/metrics.h"
+#include "train/store/atomic_file.h"
 
 namespace relpos {
 

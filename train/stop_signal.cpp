@@ -2,7 +2,7 @@
 
 #include <unistd.h>
 
-#include "train/atomic_file.h"
+#include "train/store/atomic_file.h"
 
 namespace relpos {
 namespace {

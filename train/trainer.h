@@ -9,9 +9,9 @@
 #include "data/data_source.h"
 #include "layers/transformer.h"
 #include "optim/optimizer.h"
-#include "train/checkpoint.h"
-#include "train/config.h"
-#include "train/run_folder.h"
+#include "train/config/config.h"
+#include "train/store/checkpoint.h"
+#include "train/store/run_folder.h"
 
 namespace relpos {
 

@@ -57,7 +57,7 @@ struct PositionSchemeEntry {
   // Only causal attention (the index is shown for past keys only).
   bool causal_only = false;
   // The integer keys that size a parameter table, each with the largest value accepted.
-  // Validation refuses larger values, and the memory estimate (train/memory_estimate.h)
+  // Validation refuses larger values, and the memory estimate (train/config/memory_estimate.h)
   // counts each such key's value v as two tables of (2v + 1) rows of d_model per layer.
   std::vector<std::pair<std::string, std::int64_t>> size_keys{};
   // Positions are absolute (a term added to the embeddings), not distances: segment

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "tests/test_files.h"
-#include "train/checkpoint.h"
-#include "train/config.h"
+#include "train/config/config.h"
+#include "train/store/checkpoint.h"
 #include "train/trainer.h"
 
 using namespace relpos;

@@ -11,8 +11,8 @@
 #include <string>
 
 #include "autograd/error.h"
-#include "train/checkpoint.h"
-#include "train/file_digest.h"
+#include "train/store/checkpoint.h"
+#include "train/store/file_digest.h"
 
 namespace {
 

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "autograd/error.h"
-#include "train/config.h"
+#include "train/config/config.h"
 
 namespace {
 

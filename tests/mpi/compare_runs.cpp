@@ -13,7 +13,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "train/checkpoint.h"
+#include "train/store/checkpoint.h"
 
 namespace {
 

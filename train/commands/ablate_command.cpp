@@ -5,11 +5,11 @@
 
 #include <iostream>
 
-#include "train/ablation.h"
+#include "train/ablation/ablation.h"
+#include "train/ablation/parent_death.h"
 #include "train/commands/commands.h"
-#include "train/distributed.h"
-#include "train/memory_estimate.h"
-#include "train/parent_death.h"
+#include "train/config/memory_estimate.h"
+#include "train/distributed/distributed.h"
 #include "train/plot_script.h"
 
 namespace relpos {

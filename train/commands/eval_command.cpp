@@ -9,14 +9,14 @@
 
 #include "autograd/error.h"
 #include "layers/position/registry.h"
-#include "train/atomic_file.h"
 #include "train/commands/commands.h"
-#include "train/distributed.h"
+#include "train/config/memory_estimate.h"
+#include "train/distributed/distributed.h"
 #include "train/evaluate.h"
 #include "train/evaluate_stream.h"
-#include "train/input_output.h"
-#include "train/memory_estimate.h"
 #include "train/metrics.h"
+#include "train/store/atomic_file.h"
+#include "train/store/input_output.h"
 #include "train/trainer.h"
 
 namespace relpos {

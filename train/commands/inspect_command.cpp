@@ -3,8 +3,8 @@
 
 #include <iostream>
 
-#include "train/checkpoint.h"
 #include "train/commands/commands.h"
+#include "train/store/checkpoint.h"
 
 namespace relpos {
 namespace {

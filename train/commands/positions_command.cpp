@@ -13,9 +13,9 @@
 
 #include "autograd/error.h"
 #include "layers/position/registry.h"
-#include "train/atomic_file.h"
 #include "train/commands/commands.h"
 #include "train/plot_script.h"
+#include "train/store/atomic_file.h"
 
 namespace relpos {
 namespace {

@@ -3,7 +3,7 @@
 
 #include "data/tokenizer.h"
 #include "train/commands/commands.h"
-#include "train/distributed.h"
+#include "train/distributed/distributed.h"
 #include "train/sample.h"
 #include "train/trainer.h"
 

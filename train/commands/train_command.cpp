@@ -7,10 +7,10 @@
 
 #include "autograd/error.h"
 #include "train/commands/commands.h"
-#include "train/distributed.h"
-#include "train/input_output.h"
+#include "train/distributed/distributed.h"
 #include "train/metrics.h"
 #include "train/run_summary.h"
+#include "train/store/input_output.h"
 #include "train/trainer.h"
 
 namespace relpos {

@@ -1,7 +1,7 @@
-#include "train/input_output.h"
+#include "train/store/input_output.h"
 
 #include "autograd/error.h"
-#include "train/file_digest.h"
+#include "train/store/file_digest.h"
 
 namespace relpos {
 namespace fs = std::filesystem;

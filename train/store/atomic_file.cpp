@@ -1,4 +1,4 @@
-#include "train/atomic_file.h"
+#include "train/store/atomic_file.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>

@@ -1,13 +1,13 @@
-#include "train/run_start.h"
+#include "train/store/run_start.h"
 
 #include <fmt/format.h>
 
 #include <system_error>
 
 #include "autograd/error.h"
-#include "train/atomic_file.h"
-#include "train/checkpoint.h"
-#include "train/file_digest.h"
+#include "train/store/atomic_file.h"
+#include "train/store/checkpoint.h"
+#include "train/store/file_digest.h"
 
 namespace relpos {
 namespace fs = std::filesystem;

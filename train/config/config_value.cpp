@@ -1,4 +1,4 @@
-#include "train/config_value.h"
+#include "train/config/config_value.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -1,4 +1,4 @@
-#include "train/checkpoint.h"
+#include "train/store/checkpoint.h"
 
 #include <H5Cpp.h>
 #include <fmt/format.h>
@@ -19,9 +19,9 @@
 #include <utility>
 
 #include "autograd/error.h"
-#include "train/atomic_file.h"
-#include "train/file_digest.h"
-#include "train/hdf5_superblock.h"
+#include "train/store/atomic_file.h"
+#include "train/store/file_digest.h"
+#include "train/store/hdf5_superblock.h"
 
 namespace relpos {
 

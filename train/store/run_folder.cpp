@@ -1,4 +1,4 @@
-#include "train/run_folder.h"
+#include "train/store/run_folder.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -10,8 +10,8 @@
 #include <system_error>
 
 #include "autograd/error.h"
-#include "train/atomic_file.h"
-#include "train/input_output.h"
+#include "train/store/atomic_file.h"
+#include "train/store/input_output.h"
 
 namespace relpos {
 namespace fs = std::filesystem;

@@ -1,4 +1,4 @@
-#include "train/config.h"
+#include "train/config/config.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -11,8 +11,8 @@
 #include "data/input_file.h"
 #include "data/masking.h"
 #include "layers/position/registry.h"
-#include "train/config_schema.h"
-#include "train/config_value.h"
+#include "train/config/config_schema.h"
+#include "train/config/config_value.h"
 
 namespace relpos {
 

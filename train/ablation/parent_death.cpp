@@ -1,4 +1,4 @@
-#include "train/parent_death.h"
+#include "train/ablation/parent_death.h"
 
 #include <sys/prctl.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "train/memory_estimate.h"
+#include "train/config/memory_estimate.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -17,7 +17,7 @@
 #include "data/corpus.h"
 #include "data/data_source.h"
 #include "layers/position/registry.h"
-#include "train/config_value.h"
+#include "train/config/config_value.h"
 
 namespace relpos {
 namespace {

@@ -1,4 +1,4 @@
-#include "train/file_digest.h"
+#include "train/store/file_digest.h"
 
 #include <fmt/format.h>
 
@@ -10,7 +10,7 @@
 
 #include "autograd/error.h"
 #include "data/input_file.h"
-#include "train/atomic_file.h"
+#include "train/store/atomic_file.h"
 
 namespace relpos {
 

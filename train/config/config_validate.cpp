@@ -7,10 +7,10 @@
 #include "autograd/error.h"
 #include "data/masking.h"
 #include "layers/position/registry.h"
-#include "train/config.h"
-#include "train/config_schema.h"
-#include "train/config_value.h"
-#include "train/memory_estimate.h"
+#include "train/config/config.h"
+#include "train/config/config_schema.h"
+#include "train/config/config_value.h"
+#include "train/config/memory_estimate.h"
 
 namespace relpos {
 namespace {

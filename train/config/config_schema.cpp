@@ -1,4 +1,4 @@
-#include "train/config_schema.h"
+#include "train/config/config_schema.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "train/config_schema.h"
+#include "train/config/config_schema.h"
 
 namespace relpos {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "train/config.h"
+#include "train/config/config.h"
 
 namespace relpos {
 
@@ -53,7 +53,7 @@ AblationSweep load_sweep(const std::filesystem::path& file);
 std::vector<RunConfig> resolve_variant_configs(const AblationSweep& sweep);
 
 // Checks, before any variant trains, that each one can: its memory estimate fits
-// (train/memory_estimate.h) and its data opens (e.g. a corpus file exists and is long
+// (train/config/memory_estimate.h) and its data opens (e.g. a corpus file exists and is long
 // enough). With `build_models` (--dry-run), each variant's model, optimizer and data are
 // built, and nothing is trained. Errors name the sweep file:line and the variant.
 void check_variants(const AblationSweep& sweep, const std::vector<RunConfig>& configs,

@@ -1,4 +1,4 @@
-#include "train/ablation.h"
+#include "train/ablation/ablation.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -24,15 +24,15 @@
 #include <sstream>
 
 #include "autograd/error.h"
-#include "train/atomic_file.h"
-#include "train/checkpoint.h"
-#include "train/config_schema.h"
-#include "train/config_value.h"
+#include "train/config/config_schema.h"
+#include "train/config/config_value.h"
+#include "train/config/memory_estimate.h"
 #include "train/evaluate.h"
-#include "train/memory_estimate.h"
 #include "train/metrics.h"
 #include "train/run_summary.h"
 #include "train/stop_signal.h"
+#include "train/store/atomic_file.h"
+#include "train/store/checkpoint.h"
 #include "train/trainer.h"
 
 namespace relpos {

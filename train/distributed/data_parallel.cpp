@@ -1,10 +1,10 @@
-#include "train/data_parallel.h"
+#include "train/distributed/data_parallel.h"
 
 #include <chrono>
 
 #include "autograd/error.h"
 #include "autograd/tape.h"
-#include "train/distributed.h"
+#include "train/distributed/distributed.h"
 
 namespace relpos {
 

@@ -9,8 +9,8 @@
 #include <set>
 
 #include "autograd/error.h"
-#include "train/ablation.h"
-#include "train/atomic_file.h"
+#include "train/ablation/ablation.h"
+#include "train/store/atomic_file.h"
 
 namespace relpos {
 namespace fs = std::filesystem;

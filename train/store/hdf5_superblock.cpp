@@ -1,4 +1,4 @@
-#include "train/hdf5_superblock.h"
+#include "train/store/hdf5_superblock.h"
 
 #include <cstdint>
 #include <cstring>

@@ -8,7 +8,7 @@
 #include <variant>
 #include <vector>
 
-#include "train/config.h"
+#include "train/config/config.h"
 
 namespace relpos {
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "train/config.h"
+#include "train/config/config.h"
 
 namespace relpos {
 
