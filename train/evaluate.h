@@ -2,6 +2,7 @@
 // Validation loss of a model at one or more sequence lengths (the length-
 // extrapolation curve). Losses are nats per scored token; for byte-level data
 // bits per byte = loss / ln 2.
+#include <functional>
 #include <limits>
 #include <vector>
 
@@ -25,7 +26,11 @@ struct EvalPoint {
 };
 
 // Evaluates in inference mode (no dropout, no tape) on up to `batches` batches per length.
+// `stop`, when given, is asked before each batch in a single process (under mpirun the
+// ranks must stay in step, and it is not asked): once it says true, the evaluation ends
+// at once and returns no points (a stop request is not kept waiting for a long one).
 std::vector<EvalPoint> evaluate(TransformerLM& model, const DataSource& data,
-                                const std::vector<std::int64_t>& lengths, std::int64_t batches);
+                                const std::vector<std::int64_t>& lengths, std::int64_t batches,
+                                const std::function<bool()>& stop = {});
 
 }  // namespace relpos

@@ -390,7 +390,15 @@ TrainSummary train(RunState& run, RunStart start) {
   };
   auto run_eval = [&](bool record) {
     const PrecisionScope precision(run.precision);
-    const EvalPoint p = evaluate(model, *run.data, train_length, c.train.eval_batches).front();
+    const std::vector<EvalPoint> points =
+        evaluate(model, *run.data, train_length, c.train.eval_batches,
+                 [&] { return signals.requested() != 0; });
+    if (points.empty()) {  // a stop request: the step's checkpoint is saved next
+      say(fmt::format("relpos: the evaluation at step {} was cut short by {}", run.step,
+                      signal_name(signals.requested())));
+      return;
+    }
+    const EvalPoint& p = points.front();
     const bool has_answers = !std::isnan(p.accuracy);  // a task (train/answer_accuracy.h)
     if (record) {
       nlohmann::json record = {{"step", run.step},
