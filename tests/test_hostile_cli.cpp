@@ -348,3 +348,15 @@ TEST_CASE("hostile: the children of a parallel sweep stop, saving, when it is ki
     REQUIRE(fs::exists(box.path() / "sweep" / variant / "summary.json"));
   }
 }
+
+TEST_CASE("hostile: a resume never writes metrics through a symlink", "[hostile][runs][cli]") {
+  TrainedBox box;
+  const fs::path victim = box.write("victim.jsonl", "{\"step\": 99}\nprecious\n");
+  fs::remove(box.path() / "run/metrics.jsonl");
+  fs::create_symlink(victim, box.path() / "run/metrics.jsonl");
+  // Before: the resume cut the file it names back to the step and appended to it.
+  require_one_line_error(relpos_in(box.path(), {"train", "tiny.yaml", "train.out_dir=run",
+                                                "train.steps=6", "--resume", "run"}),
+                         {"metrics.jsonl is a symlink"});
+  REQUIRE(slurp(victim) == "{\"step\": 99}\nprecious\n");
+}

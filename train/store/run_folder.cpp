@@ -149,6 +149,12 @@ void RunFolder::claim(RunStart start, const fs::path& resumed_from) {
       ::pwrite(lock_fd_, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size()))
     fail("train.out_dir '{}': cannot write {}: {}", dir_.string(), (dir_ / kLockFile).string(),
          errno_text(errno));
+  // metrics.jsonl is appended to in place: through a symlink the run would cut and
+  // write whatever file it names (the other outputs are replaced by a rename).
+  require(!fs::is_symlink(dir_ / "metrics.jsonl", error),
+          "train.out_dir '{}': {} is a symlink; a run writes its metrics only into a file of "
+          "its own",
+          dir_.string(), (dir_ / "metrics.jsonl").string());
   const FolderContents found = contents_of(dir_);
   if (start != RunStart::resume && !found.foreign.empty())
     fail(
