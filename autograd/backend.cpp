@@ -2,10 +2,12 @@
 #include "autograd/backend.h"
 
 #include "autograd/cpu/cpu_backend.h"
+#include "autograd/device_control.h"
 #include "autograd/error.h"
 #include "autograd/threads.h"
 #if RELPOS_HAVE_CUDA
 #include "autograd/cuda/cuda_backend.h"
+#include "autograd/cuda/device_select.h"
 #endif
 
 namespace relpos {
@@ -29,6 +31,21 @@ Backend& backend_for(Device device) {
 }
 
 Allocator& allocator_for(Device device) { return backend_for(device).allocator(); }
+
+void select_gpu([[maybe_unused]] int slot) {
+#if RELPOS_HAVE_CUDA
+  select_cuda_device(slot);
+#endif
+}
+
+void synchronize(Device device) {
+  if (device == Device::cpu) return;
+#if RELPOS_HAVE_CUDA
+  cuda_backend().synchronize();
+#else
+  backend_for(device);  // throws: no CUDA in this build
+#endif
+}
 
 namespace {
 // An optional kernel called where supports() says it is missing: the caller should

@@ -18,6 +18,8 @@ function(make_tree tree file line)
        "#include \"autograd/tensor.h\"\n#include \"optim/parameter.h\"\n"
        "#include \"data/batch.h\"\n")
   file(WRITE ${tree}/train/ok.cpp "#include <yaml-cpp/yaml.h>\n#include \"layers/module.h\"\n")
+  file(WRITE ${tree}/train/distributed/distributed.cpp "#include <mpi.h>\n#include <nccl.h>\n")
+  file(WRITE ${tree}/autograd/cuda/ok.cu "#include <cuda_runtime.h>\n#include <cublas_v2.h>\n")
   if(NOT file STREQUAL "")
     file(APPEND ${tree}/${file} "${line}\n")
   endif()
@@ -41,7 +43,17 @@ set(cases
     "autograd/bad.cpp|#include <nlohmann/json.hpp>"
     "layers/position/ok.cpp|#include \"train/config/config.h\""
     "optim/bad.h|#include \"train/store/checkpoint.h\""
-    "data/bad.cpp|#include <H5Cpp.h>")
+    "data/bad.cpp|#include <H5Cpp.h>"
+    "optim/bad.cpp|#include \"layers/module.h\""
+    "optim/bad.cpp|#include \"data/batch.h\""
+    "data/bad.cpp|#include \"optim/parameter.h\""
+    "data/bad.h|#include \"layers/transformer.h\""
+    "train/bad.cpp|#include <cuda_runtime.h>"
+    "train/distributed/data_parallel.cpp|#include <cuda_runtime_api.h>"
+    "layers/bad.cpp|#include <cublas_v2.h>"
+    "optim/bad.cu|#include <cuda/std/cmath>"
+    "train/bad.cpp|#include <nccl.h>"
+    "data/bad.cpp|#include <nccl.h>")
 foreach(case IN LISTS cases)
   string(REPLACE "|" ";" parts "${case}")
   list(GET parts 0 file)

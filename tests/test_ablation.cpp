@@ -17,9 +17,12 @@
 #include "layers/position/registry.h"
 #include "tests/fixture.h"
 #include "tests/test_files.h"
-#include "train/ablation/ablation.h"
+#include "tests/tiny_run.h"
+#include "train/ablation/report.h"
+#include "train/ablation/sweep.h"
 #include "train/evaluate.h"
 #include "train/store/checkpoint.h"
+#include "train/store/checkpoint_folder.h"
 #include "train/trainer.h"
 
 using namespace relpos;
@@ -52,7 +55,7 @@ std::vector<std::map<std::string, std::string>> read_csv(const fs::path& file,
   return rows;
 }
 
-double last_val_loss(const fs::path& run_dir) {
+double logged_val_loss(const fs::path& run_dir) {
   double last = std::nan("");
   for (const std::string& line : split(slurp(run_dir / "metrics.jsonl"), '\n')) {
     const nlohmann::json j = nlohmann::json::parse(line);
@@ -70,12 +73,8 @@ std::map<fs::path, fs::file_time_type> modification_times(const fs::path& dir) {
   return times;
 }
 
-const char* kTinyConfig =
-    "model: {d_model: 16, n_layers: 1, n_heads: 2, d_ff: 32}\n"
-    "data: {seq_len: 16, batch_size: 4}\n"
-    "train: {steps: 4, eval_every: 2, eval_batches: 1, checkpoint_every: 2, log_every: 1,\n"
-    "        keep_checkpoints: 0, threads: 2}\n"
-    "schedule: {warmup_steps: 1}\n";
+const std::string kTinyConfig =
+    testing::tiny_run_yaml({"data.batch_size=4", "train.keep_checkpoints=0", "train.threads=2"});
 
 // Three variants; `learned` cannot run at length 32 (max_len 16).
 std::string tiny_sweep(const fs::path& out, const std::string& steps = "4",
@@ -164,7 +163,7 @@ TEST_CASE("ablation: a tiny sweep trains every variant and reports checked value
     REQUIRE(std::stoll(row.at("steps")) == 4);
     // The final validation loss is the trainer's last logged one, and bits/byte = nats / ln 2.
     const double final_loss = std::stod(row.at("final_val_loss"));
-    REQUIRE(final_loss == Approx(last_val_loss(out / name)).epsilon(1e-5));
+    REQUIRE(final_loss == Approx(logged_val_loss(out / name)).epsilon(1e-5));
     REQUIRE(std::stod(row.at("final_val_bpb")) ==
             Approx(final_loss / std::numbers::ln2).epsilon(1e-5));
     REQUIRE(std::stod(row.at("tokens_per_s")) > 0.0);
@@ -243,7 +242,7 @@ TEST_CASE("ablation: a rerun skips finished variants and resumes interrupted one
     INFO(name);
     REQUIRE(after.params.at(name).to_vector() == tensor.to_vector());
   }
-  REQUIRE(resumed[1].final_val_loss == Approx(last_val_loss(t5)).epsilon(1e-12));
+  REQUIRE(resumed[1].final_val_loss == Approx(logged_val_loss(t5)).epsilon(1e-12));
   std::vector<std::string> header;
   const auto rows = read_csv(out / "results.csv", header);
   const auto old_rows = [&] {

@@ -11,8 +11,11 @@
 #include "autograd/error.h"
 #include "tests/fixture.h"
 #include "tests/test_files.h"
-#include "train/ablation/ablation.h"
+#include "tests/tiny_run.h"
+#include "train/ablation/report.h"
+#include "train/ablation/sweep.h"
 #include "train/store/checkpoint.h"
+#include "train/store/checkpoint_folder.h"
 
 using namespace relpos;
 namespace fs = std::filesystem;
@@ -52,12 +55,7 @@ bool result_column(const std::string& column) {
 }
 
 AblationSweep seeded_sweep(const TempDir& box, const std::string& out, const std::string& jobs) {
-  box.write("tiny.yaml",
-            "model: {d_model: 16, n_layers: 1, n_heads: 2, d_ff: 32}\n"
-            "data: {seq_len: 16, batch_size: 4}\n"
-            "train: {steps: 4, eval_every: 2, eval_batches: 1, checkpoint_every: 2, log_every: 1,\n"
-            "        keep_checkpoints: 0, threads: 1}\n"
-            "schedule: {warmup_steps: 1}\n");
+  box.write("tiny.yaml", testing::tiny_run_yaml({"data.batch_size=4", "train.keep_checkpoints=0"}));
   return load_sweep(
       box.write(out + ".yaml", fmt::format("base: [tiny.yaml]\n"
                                            "out_dir: {}\n"
@@ -187,7 +185,7 @@ TEST_CASE("ablation seeds: a half-finished seeded sweep finishes exactly the res
 }
 
 TEST_CASE("ablation seeds: two runs at once (jobs: 2) give the results of one at a time",
-          "[ablation][seeds][cli]") {
+          "[ablation][seeds][cli][slow]") {
   TempDir box("ablation_jobs");
   std::ostringstream log;
   run_sweep(seeded_sweep(box, "serial", "1"), log);

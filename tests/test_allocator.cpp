@@ -7,23 +7,18 @@
 #include <string>
 
 #include "autograd/allocator.h"
-#include "autograd/ops/loss.h"
-#include "autograd/tape.h"
-#include "optim/clip.h"
 #include "train/config/config.h"
-#include "train/trainer.h"
+#include "train/run_state.h"
+#include "train/train_step.h"
 
 using namespace relpos;
 
 namespace {
 
-// One optimizer step of the trainer's loop: forward, loss, backward, clip, AdamW.
+// One optimizer step of the trainer's loop: its loss and gradients (train/train_step.h:
+// forward, loss, backward, clip), then AdamW.
 void train_step(RunState& run) {
-  run.optimizer->zero_grad();
-  const Batch batch = run.data->next_train();
-  const Tensor logits = run.model->forward(batch.inputs);  // (B, L, V)
-  backward(cross_entropy(logits, batch.targets, kIgnoreTarget));
-  clip_grad_norm(run.optimizer->parameters(), run.config.optim.grad_clip);
+  TrainStep(run).compute();
   run.optimizer->step(run.config.optim.lr);
 }
 

@@ -98,7 +98,7 @@ std::vector<Tensor> run(testing::SchemeUnderTest& s, const std::vector<Tensor>& 
 // 600 keys span two default key tiles (512) and 70 or 600 queries several query tiles
 // (32): with a band of 2 earlier chunks of 50, later query tiles skip the first key tile.
 TEST_CASE("chunked flash and fused attention match the composed reference, every gradient",
-          "[attention][flash][chunk]") {
+          "[attention][flash][chunk][slow]") {
   for (auto& s : testing::attention_variants({24, kHeads, 1, false, kDim}, 80)) {
     for (auto [lq, lk] : {std::pair<std::int64_t, std::int64_t>{600, 600}, {70, 600}}) {
       for (const AttentionChunk& chunk : {AttentionChunk{50, 2, 0}, AttentionChunk{7, -1, 0}}) {
@@ -219,7 +219,7 @@ TEST_CASE("chunked flash attention gives the same result for any tile size",
 // C = 1 with every earlier chunk is causal attention; a chunk as long as the keys (or
 // longer) is full attention. Both limits on every path, for every scheme.
 TEST_CASE("chunk limits: C = 1 is causal attention, C >= L is full attention",
-          "[attention][chunk]") {
+          "[attention][chunk][slow]") {
   const std::int64_t len = 40;
   for (auto& s : testing::attention_variants({24, kHeads, 1, false, kDim}, 84)) {
     Rng rng(85);
@@ -286,7 +286,7 @@ void perturb(const TransformerLM& model, Rng& rng) {
 }  // namespace
 
 TEST_CASE("a chunk-by-chunk forward with a KV cache equals the full forward under the chunk mask",
-          "[attention][chunk][decode]") {
+          "[attention][chunk][decode][slow]") {
   const std::int64_t len = 12;
   for (AttentionPath path : {AttentionPath::flash, AttentionPath::fused}) {
     for (const AttentionChunkConfig& chunk :

@@ -47,7 +47,8 @@ constexpr std::size_t kHeadsBytes = std::size_t(2048) * 2 * 64 * sizeof(float); 
 
 }  // namespace
 
-TEST_CASE("flash attention at L=2048 allocates nothing of L*L elements", "[positions][memory]") {
+TEST_CASE("flash attention at L=2048 allocates nothing of L*L elements",
+          "[positions][memory][slow]") {
   for (const char* scheme : {"none", "t5", "alibi", "shaw", "xl"}) {
     const AttentionMemory m = measure(scheme, AttentionPath::flash);
     INFO("scheme " << scheme << ": largest block " << m.largest_block << " B, peak " << m.peak
@@ -62,7 +63,7 @@ TEST_CASE("flash attention at L=2048 allocates nothing of L*L elements", "[posit
 }
 
 TEST_CASE("fused attention at L=2048 allocates nothing of L*L*head_dim elements",
-          "[positions][memory]") {
+          "[positions][memory][slow]") {
   for (const char* scheme : {"t5", "shaw", "xl"}) {
     INFO("scheme " << scheme);
     const AttentionMemory m = measure(scheme, AttentionPath::fused);

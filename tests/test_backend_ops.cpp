@@ -8,7 +8,8 @@
 using namespace relpos;
 using namespace relpos::backend_ops;
 
-TEST_CASE("every op in the table matches the CPU in f64, on the CPU backend", "[backend_ops]") {
+TEST_CASE("every op in the table matches the CPU in f64, on the CPU backend",
+          "[backend_ops][slow]") {
   check_op_table(Device::cpu);
 }
 

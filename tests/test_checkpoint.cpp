@@ -14,7 +14,9 @@
 
 #include "autograd/ops/shape.h"
 #include "tests/test_files.h"
+#include "tests/tiny_run.h"
 #include "train/store/checkpoint.h"
+#include "train/store/checkpoint_folder.h"
 #include "train/store/file_digest.h"
 
 using namespace relpos;
@@ -428,11 +430,8 @@ void flip_byte(const fs::path& file, std::uint64_t offset) {
   f.put(byte);
 }
 
-const char* kTinyRun =
-    "model: {d_model: 8, n_layers: 1, n_heads: 2, d_ff: 16}\n"
-    "data: {seq_len: 8, batch_size: 2}\n"
-    "train: {steps: 4, eval_every: 2, eval_batches: 1, checkpoint_every: 2, log_every: 1}\n"
-    "schedule: {warmup_steps: 1}\n";
+const std::string kTinyRun = testing::tiny_run_yaml(
+    {"model.d_model=8", "model.d_ff=16", "data.seq_len=8", "train.threads=0"});
 
 }  // namespace
 
@@ -470,7 +469,7 @@ TEST_CASE("cli: eval refuses a trained checkpoint with one flipped parameter byt
 }
 
 TEST_CASE("cli: one changed byte anywhere in a checkpoint never crashes or hangs the reader",
-          "[checkpoint]") {
+          "[checkpoint][slow]") {
   TempDir dir("checkpoint_sweep");
   const fs::path good = dir.path() / "good.h5";
   save_checkpoint(good, sample_checkpoint());

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tests/test_files.h"
+#include "tests/tiny_run.h"
 
 namespace fs = std::filesystem;
 using relpos::testing::slurp;
@@ -37,11 +38,7 @@ struct Sandbox : relpos::testing::TempDir {
   }
 };
 
-const char* kTiny =
-    "model: {d_model: 16, n_layers: 1, n_heads: 2, d_ff: 32}\n"
-    "data: {seq_len: 16, batch_size: 2}\n"
-    "train: {steps: 2, eval_every: 2, eval_batches: 1, checkpoint_every: 2, log_every: 1}\n"
-    "schedule: {warmup_steps: 1}\n";
+const std::string kTiny = relpos::testing::tiny_run_yaml({"train.steps=2", "train.threads=0"});
 
 void require_one_line_error(const Result& r, const std::string& needle) {
   INFO("stderr: " << r.err << "\nstdout: " << r.out);
@@ -115,7 +112,8 @@ TEST_CASE("cli: a warmup longer than the run is cut to it with a one-line note",
   REQUIRE(rows == logged_lr_and_loss(exact));
 }
 
-TEST_CASE("cli: sizes too large for the machine are refused with exit code 2", "[cli][bounds]") {
+TEST_CASE("cli: sizes too large for the machine are refused with exit code 2",
+          "[cli][bounds][slow]") {
   Sandbox box;
   const std::string tiny = box.write("tiny.yaml", kTiny).string();
   const std::string out_dir = " train.out_dir=" + (box.path() / "run").string();
@@ -175,7 +173,8 @@ TEST_CASE("cli: checkpoint errors are one line with exit code 2", "[cli]") {
   require_one_line_error(box.run("sample " + text.string() + " --prompt x"), "text.h5");
 }
 
-TEST_CASE("cli: train, inspect, eval and sample work on a tiny run; resume keeps files", "[cli]") {
+TEST_CASE("cli: train, inspect, eval and sample work on a tiny run; resume keeps files",
+          "[cli][slow]") {
   Sandbox box;
   const auto tiny = box.write("tiny.yaml", kTiny);
   const std::string out = (box.path() / "run").string();
@@ -255,7 +254,7 @@ TEST_CASE("cli: relpos positions prints each scheme's index with its keys as opt
 }
 
 TEST_CASE("cli: recurrent training, eval --mem-len, and their one-line errors",
-          "[cli][recurrence]") {
+          "[cli][recurrence][slow]") {
   Sandbox box;
   const auto tiny = box.write("tiny.yaml", kTiny);
   const std::string out = (box.path() / "run").string();
@@ -287,7 +286,7 @@ TEST_CASE("cli: recurrent training, eval --mem-len, and their one-line errors",
 }
 
 TEST_CASE("cli: a kNN memory run trains, evaluates by memory size, and refuses bad sizes",
-          "[cli][knn]") {
+          "[cli][knn][slow]") {
   Sandbox box;
   const auto tiny = box.write("tiny.yaml", kTiny);
   const std::string knn =

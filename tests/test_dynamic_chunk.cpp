@@ -12,9 +12,11 @@
 
 #include "autograd/error.h"
 #include "tests/test_files.h"
+#include "tests/tiny_run.h"
 #include "train/config/config.h"
 #include "train/dynamic_chunk.h"
 #include "train/store/checkpoint.h"
+#include "train/store/checkpoint_folder.h"
 #include "train/trainer.h"
 
 using namespace relpos;
@@ -90,29 +92,26 @@ TEST_CASE("dynamic chunk sizes cover 1..max and depend on (seed, step, micro-bat
 namespace {
 
 RunConfig tiny_streaming(const fs::path& out, const std::vector<std::string>& extra) {
-  std::vector<std::string> overrides = {"model.causal=false",
-                                        "model.d_model=32",
-                                        "model.n_layers=2",
-                                        "model.n_heads=2",
-                                        "model.d_ff=64",
-                                        "model.position.scheme=t5",
-                                        "model.attention_chunk.size=8",
-                                        "model.attention_chunk.left_chunks=1",
-                                        "data.seq_len=32",
-                                        "data.batch_size=4",
-                                        "optim.grad_accum=2",
-                                        "train.steps=6",
-                                        "train.log_every=1",
-                                        "train.eval_every=3",
-                                        "train.eval_batches=1",
-                                        "train.checkpoint_every=3",
-                                        "train.keep_checkpoints=0",
-                                        "optim.lr=1e-2",
-                                        "schedule.warmup_steps=2",
-                                        "train.threads=2",
-                                        "train.out_dir=" + out.string()};
-  overrides.insert(overrides.end(), extra.begin(), extra.end());
-  return load_config({}, overrides);
+  std::vector<std::string> changes = {"model.causal=false",
+                                      "model.d_model=32",
+                                      "model.n_layers=2",
+                                      "model.d_ff=64",
+                                      "model.position.scheme=t5",
+                                      "model.attention_chunk.size=8",
+                                      "model.attention_chunk.left_chunks=1",
+                                      "data.seq_len=32",
+                                      "data.batch_size=4",
+                                      "optim.grad_accum=2",
+                                      "train.steps=6",
+                                      "train.eval_every=3",
+                                      "train.checkpoint_every=3",
+                                      "train.keep_checkpoints=0",
+                                      "optim.lr=1e-2",
+                                      "schedule.warmup_steps=2",
+                                      "train.threads=2",
+                                      "train.out_dir=" + out.string()};
+  changes.insert(changes.end(), extra.begin(), extra.end());
+  return testing::tiny_run_config(changes);
 }
 
 std::vector<std::vector<double>> parameter_values(const RunState& run) {
@@ -124,7 +123,7 @@ std::vector<std::vector<double>> parameter_values(const RunState& run) {
 }  // namespace
 
 TEST_CASE("dynamic chunk training resumes bit-exactly and differs from a fixed chunk",
-          "[chunk][trainer]") {
+          "[chunk][trainer][slow]") {
   TempDir straight("chunk_straight"), resumed("chunk_resumed"), fixed("chunk_fixed");
   RunState a = build_run(tiny_streaming(straight.path(), {"model.attention_chunk.dynamic=true"}));
   train(a);

@@ -2,6 +2,7 @@
 // periodic evaluation asks before each batch, so SIGTERM never waits for a long one.
 #include <catch2/catch.hpp>
 
+#include "tests/tiny_run.h"
 #include "train/config/config.h"
 #include "train/evaluate.h"
 #include "train/trainer.h"
@@ -10,10 +11,7 @@ using namespace relpos;
 
 TEST_CASE("evaluate: a stop request ends the evaluation before its next batch",
           "[evaluate][stop]") {
-  const RunConfig config =
-      load_config({}, {"model.d_model=16", "model.n_layers=1", "model.n_heads=2", "model.d_ff=32",
-                       "data.seq_len=16", "data.batch_size=2", "train.threads=1"});
-  RunState run = build_run(config);
+  RunState run = build_run(testing::tiny_run_config());
   run.model->set_training(true);
   int asked = 0;
   const auto stop_at_fourth = [&] { return ++asked == 4; };

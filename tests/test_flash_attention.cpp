@@ -85,7 +85,7 @@ Tensor flash_every_term(const std::vector<Tensor>& x, std::int64_t clip, bool ca
 // Lengths of 560 and 600 keys span two default key tiles (512), the second partial,
 // and 70 or 560 queries span several query tiles (32), the last partial.
 TEST_CASE("flash attention matches the composed reference over many tiles, every scheme",
-          "[attention][flash]") {
+          "[attention][flash][slow]") {
   for (bool causal : {true, false}) {
     // d_model 24 != H * D: XL's W_r input width differs from the heads'.
     for (auto& s : testing::attention_variants({24, kHeads, 1, causal, kDim}, 70)) {

@@ -182,7 +182,7 @@ TEST_CASE("bf16 products on vdpbf16ps equal the software rounding to f32 summati
 }
 
 TEST_CASE("bf16 flash attention matches the fp64 composed reference, every scheme",
-          "[attention][flash][bf16]") {
+          "[attention][flash][bf16][slow]") {
   if (!testing::bf16_usable()) return;  // Shaw's terms outside the kernel are bf16 products
   const std::int64_t batch = 2, heads = 2, dim = 18;
   for (bool causal : {true, false}) {

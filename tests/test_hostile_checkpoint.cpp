@@ -12,6 +12,7 @@
 
 #include "tests/test_files.h"
 #include "tests/test_process.h"
+#include "tests/tiny_run.h"
 #include "train/store/checkpoint.h"
 #include "train/store/file_digest.h"
 
@@ -47,13 +48,6 @@ void add_zeros_dataset(const H5::Group& group, const std::string& name,
   d.createAttribute("fnv1a64", H5::PredType::STD_U64LE, H5::DataSpace())
       .write(H5::PredType::NATIVE_UINT64, &digest);
 }
-
-const char* kTiny =
-    "model: {d_model: 16, n_layers: 1, n_heads: 2, d_ff: 32}\n"
-    "data: {seq_len: 16, batch_size: 2}\n"
-    "train: {steps: 4, eval_every: 2, eval_batches: 1, checkpoint_every: 2, log_every: 1, "
-    "threads: 1}\n"
-    "schedule: {warmup_steps: 1}\n";
 
 }  // namespace
 
@@ -139,7 +133,7 @@ TEST_CASE("hostile checkpoint: parameters of another dtype are refused, not conv
 TEST_CASE("hostile checkpoint: NaN weights, a huge lr_halvings and a zero sampler are refused",
           "[hostile][checkpoint][cli]") {
   TempDir box("hostile_values");
-  box.write("tiny.yaml", kTiny);
+  box.write("tiny.yaml", relpos::testing::tiny_run_yaml());
   REQUIRE(relpos_in(box.path(), {"train", "tiny.yaml", "train.out_dir=run"}).exit_code == 0);
   const Checkpoint trained = load_checkpoint(box.path() / "run/checkpoints/ckpt_00000004.h5");
   const auto edited = [&](const std::string& name, const auto& edit) {

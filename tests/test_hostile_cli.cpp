@@ -22,7 +22,8 @@
 
 #include "tests/test_files.h"
 #include "tests/test_process.h"
-#include "train/store/checkpoint.h"
+#include "tests/tiny_run.h"
+#include "train/store/checkpoint_folder.h"
 
 namespace fs = std::filesystem;
 using relpos::testing::relpos_in;
@@ -32,17 +33,10 @@ using relpos::testing::TempDir;
 
 namespace {
 
-const char* kTiny =
-    "model: {d_model: 16, n_layers: 1, n_heads: 2, d_ff: 32}\n"
-    "data: {seq_len: 16, batch_size: 2}\n"
-    "train: {steps: 4, eval_every: 2, eval_batches: 1, checkpoint_every: 2, log_every: 1, "
-    "threads: 1}\n"
-    "schedule: {warmup_steps: 1}\n";
-
 // A box holding tiny.yaml and a finished 4-step run in run/.
 struct TrainedBox : TempDir {
   TrainedBox() : TempDir("hostile_cli") {
-    write("tiny.yaml", kTiny);
+    write("tiny.yaml", relpos::testing::tiny_run_yaml());
     const auto r = relpos_in(path(), {"train", "tiny.yaml", "train.out_dir=run"});
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
@@ -70,7 +64,7 @@ TEST_CASE("hostile: eval --json never replaces the checkpoint, its digest or a l
 TEST_CASE("hostile: configs, sweeps and corpora are read only when they are regular files",
           "[hostile][cli]") {
   TempDir box("hostile_fifo");
-  box.write("tiny.yaml", kTiny);
+  box.write("tiny.yaml", relpos::testing::tiny_run_yaml());
   REQUIRE(::mkfifo((box.path() / "fifo.yaml").c_str(), 0644) == 0);
   // Before: each of these waited forever for a writer (killed at the time limit, -9).
   require_one_line_error(relpos_in(box.path(), {"train", "fifo.yaml"}, 30),
@@ -90,10 +84,13 @@ TEST_CASE("hostile: configs, sweeps and corpora are read only when they are regu
 TEST_CASE("hostile: a second YAML document in a config or sweep file is an error",
           "[hostile][cli]") {
   TempDir box("hostile_yaml");
-  box.write("two.yaml", std::string(kTiny) + "---\ntrain: {steps: [broken\n");
-  box.write("two_ok.yaml", std::string(kTiny) + "---\ntrain: {steps: 9}\n");
+  const std::string tiny = relpos::testing::tiny_run_yaml();
+  // The second document's first line, after the "---" that follows tiny's lines.
+  const auto second_line = std::count(tiny.begin(), tiny.end(), '\n') + 2;
+  box.write("two.yaml", tiny + "---\ntrain: {steps: [broken\n");
+  box.write("two_ok.yaml", tiny + "---\ntrain: {steps: 9}\n");
   require_one_line_error(relpos_in(box.path(), {"train", "two_ok.yaml", "--dump-config"}),
-                         {"two_ok.yaml:6", "a second YAML document"});
+                         {fmt::format("two_ok.yaml:{}:", second_line), "a second YAML document"});
   require_one_line_error(relpos_in(box.path(), {"train", "two.yaml", "--dump-config"}),
                          {"two.yaml"});
   box.write("sweep.yaml", "out_dir: s\nvariants: [{name: a}]\n---\nout_dir: t\n");
@@ -104,7 +101,7 @@ TEST_CASE("hostile: a second YAML document in a config or sweep file is an error
 TEST_CASE("hostile: the lock file is never opened through a symlink or as another file",
           "[hostile][cli]") {
   TempDir box("hostile_lock");
-  box.write("tiny.yaml", kTiny);
+  box.write("tiny.yaml", relpos::testing::tiny_run_yaml());
   const fs::path victim = box.write("victim.txt", "precious\n");
   fs::create_directories(box.path() / "run");
   fs::create_symlink(victim, box.path() / "run/.lock");
@@ -171,7 +168,7 @@ TEST_CASE("hostile: sample and eval refuse out-of-range arguments with one line"
 TEST_CASE("hostile: a sweep variant named like one of the sweep's outputs is refused",
           "[hostile][ablation][cli]") {
   TempDir box("hostile_variant");
-  box.write("tiny.yaml", kTiny);
+  box.write("tiny.yaml", relpos::testing::tiny_run_yaml());
   for (const std::string name : {"results.md", "logs", "val_loss.png", "a.tmp"}) {
     box.write("sweep.yaml", "base: [tiny.yaml]\nout_dir: s\nvariants:\n  - {name: " + name + "}\n");
     INFO(name);
@@ -183,12 +180,8 @@ TEST_CASE("hostile: a sweep variant named like one of the sweep's outputs is ref
 TEST_CASE("hostile: SIGHUP saves like SIGTERM and a broken stdout pipe never stops training",
           "[hostile][stop][cli]") {
   TempDir box("hostile_hup");
-  box.write("long.yaml",
-            "model: {d_model: 16, n_layers: 1, n_heads: 2, d_ff: 32}\n"
-            "data: {seq_len: 16, batch_size: 2}\n"
-            "train: {steps: 300, eval_every: 50, eval_batches: 1, checkpoint_every: 100, "
-            "log_every: 1, threads: 1}\n"
-            "schedule: {warmup_steps: 1}\n");
+  box.write("long.yaml", relpos::testing::tiny_run_yaml({"train.steps=300", "train.eval_every=50",
+                                                         "train.checkpoint_every=100"}));
   const pid_t pid =
       relpos::testing::spawn_relpos({"train", "long.yaml", "train.out_dir=run"}, box.path());
   relpos::testing::wait_for_lines(box.path() / "run" / "metrics.jsonl", 10);
@@ -259,7 +252,7 @@ TEST_CASE("hostile: a resume that fails before its first checkpoint leaves the r
 TEST_CASE("hostile: a resume from an older checkpoint moves the abandoned timeline aside",
           "[hostile][runs][cli]") {
   TempDir box("hostile_timeline");
-  box.write("tiny.yaml", kTiny);
+  box.write("tiny.yaml", relpos::testing::tiny_run_yaml());
   REQUIRE(relpos_in(box.path(), {"train", "tiny.yaml", "train.out_dir=b", "train.steps=6",
                                  "train.checkpoint_every=1", "train.keep_checkpoints=0"})
               .exit_code == 0);
@@ -320,11 +313,8 @@ TEST_CASE("hostile: the children of a parallel sweep stop, saving, when it is ki
           "[hostile][ablation][stop][cli]") {
   TempDir box("hostile_orphans");
   box.write("long.yaml",
-            "model: {d_model: 16, n_layers: 1, n_heads: 2, d_ff: 32}\n"
-            "data: {seq_len: 16, batch_size: 2}\n"
-            "train: {steps: 100000, eval_every: 100000, eval_batches: 1, checkpoint_every: "
-            "100000, log_every: 1, threads: 1}\n"
-            "schedule: {warmup_steps: 1}\n");
+            relpos::testing::tiny_run_yaml({"train.steps=100000", "train.eval_every=100000",
+                                            "train.checkpoint_every=100000"}));
   box.write("sweep.yaml",
             "base: [long.yaml]\nout_dir: sweep\neval_lengths: [16]\njobs: 2\nvariants:\n"
             "  - {name: a}\n  - {name: b, overrides: [model.position.scheme=learned]}\n");

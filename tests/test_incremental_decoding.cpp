@@ -48,7 +48,7 @@ void perturb(const TransformerLM& model, Rng& rng) {
 
 }  // namespace
 
-TEST_CASE("KV-cache decoding equals full recompute for every scheme", "[positions][decode]") {
+TEST_CASE("KV-cache decoding equals full recompute for every scheme", "[positions][decode][slow]") {
   for (const ModelConfig& config : small_models()) {
     INFO(testing::describe_config(config.position));
     Rng rng(50);

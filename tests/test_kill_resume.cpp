@@ -13,19 +13,18 @@
 #include "tests/test_files.h"
 #include "tests/test_metrics.h"
 #include "tests/test_process.h"
+#include "tests/tiny_run.h"
 #include "train/store/checkpoint.h"
+#include "train/store/checkpoint_folder.h"
 
 namespace fs = std::filesystem;
 using relpos::testing::TempDir;
 
 namespace {
 
-const char* kRun =
-    "model: {d_model: 16, n_layers: 1, n_heads: 2, d_ff: 32, dropout: 0.1}\n"
-    "data: {seq_len: 16, batch_size: 2}\n"
-    "train: {steps: 1500, eval_every: 25, eval_batches: 1, checkpoint_every: 7, log_every: 1, "
-    "keep_checkpoints: 3, threads: 1}\n"
-    "schedule: {warmup_steps: 10}\n";
+const std::string kRun = relpos::testing::tiny_run_yaml(
+    {"model.dropout=0.1", "train.steps=1500", "train.eval_every=25", "train.checkpoint_every=7",
+     "train.keep_checkpoints=3", "schedule.warmup_steps=10"});
 
 void require_same_tensors(const std::map<std::string, relpos::Tensor>& a,
                           const std::map<std::string, relpos::Tensor>& b) {
@@ -40,7 +39,7 @@ void require_same_tensors(const std::map<std::string, relpos::Tensor>& a,
 }  // namespace
 
 TEST_CASE("kill: SIGKILL at random moments, resume each time: the result is bit-identical",
-          "[kill][cli]") {
+          "[kill][cli][slow]") {
   TempDir box("kill_resume");
   box.write("run.yaml", kRun);
   using relpos::testing::spawn_relpos, relpos::testing::wait_for;

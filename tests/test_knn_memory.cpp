@@ -157,7 +157,8 @@ TEST_CASE("kNN layer with K >= memory size equals dense attention over the memor
   }
 }
 
-TEST_CASE("gradcheck: kNN layer, its gate and parameters, K < M and K >= M", "[knn][gradcheck]") {
+TEST_CASE("gradcheck: kNN layer, its gate and parameters, K < M and K >= M",
+          "[knn][gradcheck][slow]") {
   for (std::int64_t top_k : {std::int64_t{2}, kMemory}) {
     Rng rng(73);
     KnnLayer layer(top_k, rng);
@@ -174,7 +175,7 @@ TEST_CASE("gradcheck: kNN layer, its gate and parameters, K < M and K >= M", "[k
   }
 }
 
-TEST_CASE("gradcheck: the gate mix of a local result and retrieval", "[knn][gradcheck]") {
+TEST_CASE("gradcheck: the gate mix of a local result and retrieval", "[knn][gradcheck][slow]") {
   Rng rng(74);
   KnnRetrieval retrieval(kHeads, 3);
   std::vector<Tensor> inputs{leaf({kBatch, kHeads, kLen, kHeadDim}, rng),

@@ -6,9 +6,11 @@
 
 #include "autograd/error.h"
 #include "tests/test_files.h"
+#include "tests/tiny_run.h"
 #include "train/config/config.h"
 #include "train/knn_state.h"
 #include "train/store/checkpoint.h"
+#include "train/store/checkpoint_folder.h"
 #include "train/trainer.h"
 
 using namespace relpos;
@@ -18,26 +20,22 @@ using testing::TempDir;
 namespace {
 
 RunConfig knn_config(const fs::path& out, const std::vector<std::string>& extra = {}) {
-  std::vector<std::string> overrides = {"model.d_model=16",
-                                        "model.n_layers=2",
-                                        "model.n_heads=2",
-                                        "model.d_ff=32",
-                                        "model.position.scheme=t5",
-                                        "model.knn_memory.layer=1",
-                                        "model.knn_memory.size=40",
-                                        "model.knn_memory.top_k=8",
-                                        "data.seq_len=16",
-                                        "data.batch_size=3",
-                                        "train.steps=6",
-                                        "schedule.warmup_steps=2",
-                                        "train.eval_every=3",
-                                        "train.eval_batches=1",
-                                        "train.checkpoint_every=3",
-                                        "train.keep_checkpoints=0",
-                                        "train.threads=2",
-                                        "train.out_dir=" + out.string()};
-  overrides.insert(overrides.end(), extra.begin(), extra.end());
-  return load_config({}, overrides);
+  std::vector<std::string> changes = {"model.n_layers=2",
+                                      "model.position.scheme=t5",
+                                      "model.knn_memory.layer=1",
+                                      "model.knn_memory.size=40",
+                                      "model.knn_memory.top_k=8",
+                                      "data.batch_size=3",
+                                      "train.steps=6",
+                                      "train.log_every=10",
+                                      "schedule.warmup_steps=2",
+                                      "train.eval_every=3",
+                                      "train.checkpoint_every=3",
+                                      "train.keep_checkpoints=0",
+                                      "train.threads=2",
+                                      "train.out_dir=" + out.string()};
+  changes.insert(changes.end(), extra.begin(), extra.end());
+  return testing::tiny_run_config(changes);
 }
 
 std::vector<std::vector<double>> parameter_values(const RunState& run) {

@@ -14,10 +14,12 @@
 #include "data/masking.h"
 #include "test_batches.h"
 #include "tests/test_files.h"
+#include "tests/tiny_run.h"
 #include "train/config/config.h"
 #include "train/evaluate.h"
 #include "train/sample.h"
 #include "train/store/checkpoint.h"
+#include "train/store/checkpoint_folder.h"
 #include "train/trainer.h"
 
 using namespace relpos;
@@ -126,26 +128,24 @@ DataConfig masked_config(const std::string& source, std::uint64_t seed = 5) {
 
 // A tiny bidirectional run on the bundled corpus, in the style of test_trainer.cpp.
 RunConfig tiny_bidirectional(const fs::path& out, const std::vector<std::string>& extra = {}) {
-  std::vector<std::string> overrides = {"model.causal=false",
-                                        "model.d_model=32",
-                                        "model.n_layers=2",
-                                        "model.n_heads=2",
-                                        "model.d_ff=64",
-                                        "model.position.scheme=t5",
-                                        "data.seq_len=32",
-                                        "data.batch_size=8",
-                                        "train.steps=40",
-                                        "train.log_every=1",
-                                        "train.eval_every=20",
-                                        "train.eval_batches=2",
-                                        "train.checkpoint_every=20",
-                                        "train.keep_checkpoints=0",
-                                        "optim.lr=1e-2",
-                                        "schedule.warmup_steps=5",
-                                        "train.threads=2",
-                                        "train.out_dir=" + out.string()};
-  overrides.insert(overrides.end(), extra.begin(), extra.end());
-  return load_config({}, overrides);
+  std::vector<std::string> changes = {"model.causal=false",
+                                      "model.d_model=32",
+                                      "model.n_layers=2",
+                                      "model.d_ff=64",
+                                      "model.position.scheme=t5",
+                                      "data.seq_len=32",
+                                      "data.batch_size=8",
+                                      "train.steps=40",
+                                      "train.eval_every=20",
+                                      "train.eval_batches=2",
+                                      "train.checkpoint_every=20",
+                                      "train.keep_checkpoints=0",
+                                      "optim.lr=1e-2",
+                                      "schedule.warmup_steps=5",
+                                      "train.threads=2",
+                                      "train.out_dir=" + out.string()};
+  changes.insert(changes.end(), extra.begin(), extra.end());
+  return testing::tiny_run_config(changes);
 }
 
 std::vector<double> logged_losses(const fs::path& run_dir) {
@@ -344,7 +344,8 @@ TEST_CASE("config: a bidirectional model gets the mask token in its vocabulary",
                       Contains("data.mask_prob must be in (0, 1), got 1"));
 }
 
-TEST_CASE("a tiny bidirectional model learns the masked-token objective", "[masking][trainer]") {
+TEST_CASE("a tiny bidirectional model learns the masked-token objective",
+          "[masking][trainer][slow]") {
   TempDir dir("masked_train");
   const fs::path out = dir.path() / "run";
   RunState run = build_run(tiny_bidirectional(out));

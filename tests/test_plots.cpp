@@ -9,6 +9,7 @@
 #include <string>
 
 #include "tests/test_files.h"
+#include "tests/tiny_run.h"
 
 namespace fs = std::filesystem;
 using relpos::testing::slurp;
@@ -98,11 +99,7 @@ void write_seeded_ablation_folder(const TempDir& box) {
 
 // A tiny sweep of two variants, a few seconds of training.
 fs::path write_tiny_sweep(const TempDir& box) {
-  box.write("tiny.yaml",
-            "model: {d_model: 16, n_layers: 1, n_heads: 2, d_ff: 32}\n"
-            "data: {seq_len: 16, batch_size: 2}\n"
-            "train: {steps: 2, eval_every: 2, eval_batches: 1, checkpoint_every: 2, log_every: 1}\n"
-            "schedule: {warmup_steps: 1}\n");
+  box.write("tiny.yaml", relpos::testing::tiny_run_yaml({"train.steps=2", "train.threads=0"}));
   return box.write("sweep.yaml", "base: [tiny.yaml]\nout_dir: " + (box.path() / "out").string() +
                                      "\neval_lengths: [32]\nvariants:\n"
                                      "  - name: none\n    overrides: [model.position.scheme=none]\n"
@@ -111,7 +108,7 @@ fs::path write_tiny_sweep(const TempDir& box) {
 
 }  // namespace
 
-TEST_CASE("plot.py draws an ablation folder: one panel per data set, PNG and SVG", "[plot]") {
+TEST_CASE("plot.py draws an ablation folder: one panel per data set, PNG and SVG", "[plot][slow]") {
   if (!has_matplotlib()) {
     WARN("SKIPPED: matplotlib is not installed for /usr/bin/python3 (python3-matplotlib)");
     return;
@@ -134,7 +131,7 @@ TEST_CASE("plot.py draws an ablation folder: one panel per data set, PNG and SVG
   require_no_tmp_files(box.path());
 }
 
-TEST_CASE("plot.py draws seed means with bands and answer accuracy on tasks", "[plot]") {
+TEST_CASE("plot.py draws seed means with bands and answer accuracy on tasks", "[plot][slow]") {
   if (!has_matplotlib()) {
     WARN("SKIPPED: matplotlib is not installed for /usr/bin/python3 (python3-matplotlib)");
     return;
@@ -164,7 +161,8 @@ TEST_CASE("plot.py draws seed means with bands and answer accuracy on tasks", "[
   require_no_tmp_files(box.path());
 }
 
-TEST_CASE("relpos positions --png writes the CSV and has plot.py draw the heatmap", "[plot]") {
+TEST_CASE("relpos positions --png writes the CSV and has plot.py draw the heatmap",
+          "[plot][slow]") {
   if (!has_matplotlib()) {
     WARN("SKIPPED: matplotlib is not installed for /usr/bin/python3 (python3-matplotlib)");
     return;
@@ -182,7 +180,7 @@ TEST_CASE("relpos positions --png writes the CSV and has plot.py draw the heatma
   require_no_tmp_files(box.path());
 }
 
-TEST_CASE("relpos ablate has plot.py draw the figures", "[plot]") {
+TEST_CASE("relpos ablate has plot.py draw the figures", "[plot][slow]") {
   if (!has_matplotlib()) {
     WARN("SKIPPED: matplotlib is not installed for /usr/bin/python3 (python3-matplotlib)");
     return;
@@ -239,7 +237,7 @@ TEST_CASE("plot.py: bad input is one line on stderr and exit code 2", "[plot]") 
   require_no_tmp_files(box.path());
 }
 
-TEST_CASE("plot.py draws loss against the kNN memory size", "[plot]") {
+TEST_CASE("plot.py draws loss against the kNN memory size", "[plot][slow]") {
   if (!has_matplotlib()) {
     WARN("SKIPPED: matplotlib is not installed for /usr/bin/python3 (python3-matplotlib)");
     return;

@@ -58,7 +58,7 @@ TEST_CASE("gradcheck: fused relative softmax with every term", "[positions][grad
 }
 
 TEST_CASE("gradcheck: attention through every scheme, tables and q, k, v",
-          "[positions][gradcheck]") {
+          "[positions][gradcheck][slow]") {
   const std::int64_t b = 1, h = 2, d = 4;
   for (bool causal : {true, false}) {
     // d_model 6 != H * D: W_r's input width is checked apart from the heads'.

@@ -84,7 +84,7 @@ void check_against_fixture(const std::string& name, DType dtype, AttentionPath p
 }  // namespace
 
 TEST_CASE("every scheme matches the PyTorch reference: outputs and all gradients",
-          "[positions][reference]") {
+          "[positions][reference][slow]") {
   std::set<std::string> covered;
   for (const std::string& name : testing::attention_fixtures()) {
     covered.insert(testing::load_fixture(name).scheme);

@@ -12,10 +12,12 @@
 #include "recurrence_helpers.h"
 #include "test_files.h"
 #include "test_helpers.h"
+#include "tests/tiny_run.h"
 #include "train/config/config.h"
 #include "train/config/memory_estimate.h"
 #include "train/evaluate_stream.h"
 #include "train/store/checkpoint.h"
+#include "train/store/checkpoint_folder.h"
 #include "train/trainer.h"
 
 using namespace relpos;
@@ -75,7 +77,7 @@ TEST_CASE("recurrence: 3 segments with memory equal one long causal window, in f
 }
 
 TEST_CASE("recurrence gradients: every table's equal those with earlier segments detached",
-          "[recurrence][gradcheck]") {
+          "[recurrence][gradcheck][slow]") {
   // Reference: the summed loss of the 3 segments as a function of the parameters, with
   // each segment's memory (the earlier segments' hidden states, which equal the long
   // window's by the test above) held at its value: central differences in fp64.
@@ -159,15 +161,13 @@ TEST_CASE("stream evaluation: memory covering the past scores like one long wind
 namespace {
 
 RunConfig recurrent_config(const fs::path& out, const std::vector<std::string>& extra = {}) {
-  std::vector<std::string> overrides{
-      "model.d_model=16",        "model.n_layers=2",         "model.n_heads=2",
-      "model.d_ff=32",           "model.dropout=0.1",        "model.position.scheme=xl",
-      "data.seq_len=16",         "data.batch_size=4",        "train.mem_len=16",
-      "train.steps=6",           "train.log_every=1",        "train.eval_every=3",
-      "train.eval_batches=1",    "train.checkpoint_every=3", "train.keep_checkpoints=0",
+  std::vector<std::string> changes{
+      "model.n_layers=2",        "model.dropout=0.1",        "model.position.scheme=xl",
+      "data.batch_size=4",       "train.mem_len=16",         "train.steps=6",
+      "train.eval_every=3",      "train.checkpoint_every=3", "train.keep_checkpoints=0",
       "schedule.warmup_steps=2", "train.threads=2",          "train.out_dir=" + out.string()};
-  overrides.insert(overrides.end(), extra.begin(), extra.end());
-  return load_config({}, overrides);
+  changes.insert(changes.end(), extra.begin(), extra.end());
+  return testing::tiny_run_config(changes);
 }
 
 std::vector<std::vector<double>> parameters_of(const RunState& run) {
@@ -178,7 +178,8 @@ std::vector<std::vector<double>> parameters_of(const RunState& run) {
 
 }  // namespace
 
-TEST_CASE("recurrence: resume in the middle of the streams is bit-exact", "[recurrence][trainer]") {
+TEST_CASE("recurrence: resume in the middle of the streams is bit-exact",
+          "[recurrence][trainer][slow]") {
   testing::TempDir straight("recurrent_straight"), resumed("recurrent_resumed"),
       forgetful("recurrent_forgetful");
   RunState a = build_run(recurrent_config(straight.path()));
@@ -204,7 +205,7 @@ TEST_CASE("recurrence: resume in the middle of the streams is bit-exact", "[recu
 }
 
 TEST_CASE("recurrence: when the streams start over, the memory is emptied",
-          "[recurrence][trainer]") {
+          "[recurrence][trainer][slow]") {
   // A 400-byte text, half of it for training: 4 rows of (200 - 1) / 4 = 49 bytes hold 3
   // segments of 16 each, so the 4th step starts every row's stream over.
   testing::TempDir dir("recurrent_wrap");

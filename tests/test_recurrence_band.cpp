@@ -134,7 +134,7 @@ TEST_CASE(
 TEST_CASE(
     "recurrence band gradients: every table's equal the long window's with earlier "
     "segments detached",
-    "[recurrence]") {
+    "[recurrence][slow]") {
   for (const AttentionPath path : kPaths)
     for (const std::string& scheme : testing::relative_schemes()) {
       INFO("scheme " << scheme << ", path " << name_of(path));

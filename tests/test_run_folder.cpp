@@ -9,8 +9,10 @@
 
 #include "tests/test_files.h"
 #include "tests/test_process.h"
+#include "tests/tiny_run.h"
 #include "train/config/config.h"
 #include "train/store/checkpoint.h"
+#include "train/store/checkpoint_folder.h"
 #include "train/store/run_folder.h"
 #include "train/trainer.h"
 
@@ -21,13 +23,6 @@ using testing::slurp;
 using testing::TempDir;
 
 namespace {
-
-const char* kTiny =
-    "model: {d_model: 16, n_layers: 1, n_heads: 2, d_ff: 32}\n"
-    "data: {seq_len: 16, batch_size: 2}\n"
-    "train: {steps: 4, eval_every: 2, eval_batches: 1, checkpoint_every: 2, log_every: 1, "
-    "threads: 1}\n"
-    "schedule: {warmup_steps: 1}\n";
 
 // Runs relpos in the box's folder.
 testing::RelposResult relpos_in(const TempDir& box, const std::vector<std::string>& args) {
@@ -46,10 +41,9 @@ std::vector<nlohmann::json> records(const fs::path& file) {
 TEST_CASE("runs: a second run into a locked out_dir is refused, naming the holder", "[runs]") {
   TempDir dir("runs_lock");
   const RunFolder holder(dir.path() / "run", RunStart::fresh);
-  RunState run = build_run(load_config(
-      {}, {"model.d_model=16", "model.n_layers=1", "model.n_heads=2", "model.d_ff=32",
-           "train.steps=1", "data.seq_len=16", "data.batch_size=2", "schedule.warmup_steps=0",
-           "train.out_dir=" + (dir.path() / "run").string()}));
+  RunState run =
+      build_run(testing::tiny_run_config({"train.steps=1", "schedule.warmup_steps=0",
+                                          "train.out_dir=" + (dir.path() / "run").string()}));
   REQUIRE_THROWS_WITH(train(run), Catch::Contains("in use by another relpos run") &&
                                       Catch::Contains("pid " + std::to_string(::getpid())));
   REQUIRE_FALSE(fs::exists(dir.path() / "run" / "metrics.jsonl"));
@@ -58,7 +52,7 @@ TEST_CASE("runs: a second run into a locked out_dir is refused, naming the holde
 TEST_CASE("runs: a new run into a used out_dir is refused and --overwrite moves the old run aside",
           "[runs][cli]") {
   TempDir box("runs_fresh");
-  box.write("tiny.yaml", kTiny);
+  box.write("tiny.yaml", testing::tiny_run_yaml());
   REQUIRE(relpos_in(box, {"train", "tiny.yaml", "train.out_dir=run"}).exit_code == 0);
   const std::string checkpoint = slurp(box.path() / "run/checkpoints/ckpt_00000004.h5");
   const std::string metrics = slurp(box.path() / "run/metrics.jsonl");
@@ -89,7 +83,7 @@ TEST_CASE(
     "may change",
     "[runs][cli]") {
   TempDir box("runs_changes");
-  box.write("tiny.yaml", kTiny);
+  box.write("tiny.yaml", testing::tiny_run_yaml());
   REQUIRE(relpos_in(box, {"train", "tiny.yaml", "train.out_dir=run", "train.steps=2"}).exit_code ==
           0);
   const testing::RelposResult r =

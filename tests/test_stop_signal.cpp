@@ -12,7 +12,9 @@
 #include "tests/test_files.h"
 #include "tests/test_metrics.h"
 #include "tests/test_process.h"
+#include "tests/tiny_run.h"
 #include "train/store/checkpoint.h"
+#include "train/store/checkpoint_folder.h"
 
 namespace fs = std::filesystem;
 using relpos::testing::slurp;
@@ -20,12 +22,8 @@ using relpos::testing::TempDir;
 
 namespace {
 
-const char* kTiny =
-    "model: {d_model: 16, n_layers: 1, n_heads: 2, d_ff: 32}\n"
-    "data: {seq_len: 16, batch_size: 2}\n"
-    "train: {steps: 300, eval_every: 50, eval_batches: 1, checkpoint_every: 100, log_every: 1, "
-    "threads: 1}\n"
-    "schedule: {warmup_steps: 1}\n";
+const std::string kTiny = relpos::testing::tiny_run_yaml(
+    {"train.steps=300", "train.eval_every=50", "train.checkpoint_every=100"});
 
 int one_line_count(const std::string& text) {
   return static_cast<int>(std::count(text.begin(), text.end(), '\n'));
@@ -34,7 +32,7 @@ int one_line_count(const std::string& text) {
 }  // namespace
 
 TEST_CASE("stop: SIGINT and SIGTERM save, write the summary, exit 130/143, resume is exact",
-          "[stop][cli]") {
+          "[stop][cli][slow]") {
   TempDir box("stop_signal");
   box.write("tiny.yaml", kTiny);
   using relpos::testing::spawn_relpos, relpos::testing::wait_for;

@@ -10,10 +10,12 @@
 #include "autograd/error.h"
 #include "tests/test_files.h"
 #include "tests/test_metrics.h"
+#include "tests/tiny_run.h"
 #include "train/config/config.h"
 #include "train/divergence.h"
 #include "train/metrics.h"
 #include "train/store/checkpoint.h"
+#include "train/store/checkpoint_folder.h"
 #include "train/trainer.h"
 
 using namespace relpos;
@@ -22,31 +24,22 @@ using testing::TempDir;
 
 namespace {
 
-std::vector<std::string> tiny(const fs::path& out, const std::string& scheme = "t5") {
-  return {"model.d_model=16",
-          "model.n_layers=2",
-          "model.n_heads=2",
-          "model.d_ff=32",
-          "model.dropout=0.1",
-          "model.position.scheme=" + scheme,
-          "data.seq_len=16",
-          "data.batch_size=4",
-          "train.steps=6",
-          "train.log_every=1",
-          "train.eval_every=3",
-          "train.eval_batches=1",
-          "train.checkpoint_every=3",
-          "train.keep_checkpoints=0",
-          "schedule.warmup_steps=2",
-          "train.threads=2",
-          "train.out_dir=" + out.string()};
-}
-
+// The tiny run with 2 layers, dropout, 4 rows, 6 steps evaluated and saved every 3.
 RunConfig tiny_config(const fs::path& out, const std::vector<std::string>& extra = {},
                       const std::string& scheme = "t5") {
-  std::vector<std::string> overrides = tiny(out, scheme);
-  overrides.insert(overrides.end(), extra.begin(), extra.end());
-  return load_config({}, overrides);
+  std::vector<std::string> changes = {"model.n_layers=2",
+                                      "model.dropout=0.1",
+                                      "model.position.scheme=" + scheme,
+                                      "data.batch_size=4",
+                                      "train.steps=6",
+                                      "train.eval_every=3",
+                                      "train.checkpoint_every=3",
+                                      "train.keep_checkpoints=0",
+                                      "schedule.warmup_steps=2",
+                                      "train.threads=2",
+                                      "train.out_dir=" + out.string()};
+  changes.insert(changes.end(), extra.begin(), extra.end());
+  return testing::tiny_run_config(changes);
 }
 
 std::vector<std::string> lines_of(const fs::path& file) {
@@ -58,7 +51,8 @@ std::vector<std::string> lines_of(const fs::path& file) {
 
 }  // namespace
 
-TEST_CASE("resume is bit-exact: N steps straight equal k steps, resume, N-k steps", "[trainer]") {
+TEST_CASE("resume is bit-exact: N steps straight equal k steps, resume, N-k steps",
+          "[trainer][slow]") {
   // Randomized positions are drawn per step from the step's seed, so a resume draws them again.
   const std::vector<std::pair<std::string, std::vector<std::string>>> runs = {
       {"t5", {}}, {"shaw", {}}, {"xl", {}}, {"rope", {"model.position.randomized_max_len=64"}}};
@@ -160,7 +154,7 @@ void poison_optimizer_state(RunState& run, const std::string& suffix) {
 }  // namespace
 
 TEST_CASE("metrics.jsonl: a resume cuts records after the checkpoint and a partial last line",
-          "[trainer][metrics]") {
+          "[trainer][metrics][slow]") {
   TempDir dir("trainer_metrics_cut");
   RunState straight = build_run(tiny_config(dir.path()));
   train(straight);
@@ -245,7 +239,7 @@ TEST_CASE("divergence: a non-finite optimizer state is never saved", "[trainer]"
 }
 
 TEST_CASE("divergence: rollback reloads the last good checkpoint with half the learning rate",
-          "[trainer]") {
+          "[trainer][slow]") {
   TempDir straight("trainer_rollback_a"), rolled("trainer_rollback_b");
   RunState a = build_run(tiny_config(straight.path()));
   train(a);

@@ -4,6 +4,7 @@
 # loss, gradient norm, learning rate and validation loss must equal, bit for bit, the
 # values tests/golden/losses.txt recorded at an earlier commit on the same CPU.
 # Usage: tools/golden-losses.sh [--record] [RELPOS]   (RELPOS: default build/train/relpos)
+# ctest runs it as golden_losses (tests/CMakeLists.txt), in the full tier only.
 #   --record  writes tests/golden/losses.txt instead of comparing (run it at the commit
 #             whose behaviour is the reference, e.g. before a refactoring)
 # Exits 0 when equal, 1 on a difference (the differing lines are printed), 2 on bad use,
@@ -20,7 +21,7 @@ if [ "${1:-}" = --record ]; then
 fi
 relpos=$(realpath "${1:-$source_dir/build/train/relpos}")
 [ -x "$relpos" ] || { echo "golden-losses.sh: no relpos executable at $relpos" >&2; exit 2; }
-mpirun=$(command -v mpirun || true)
+mpirun=${RELPOS_MPIRUN:-$(command -v mpirun || true)}  # ctest passes CMake's mpiexec
 if [ -z "$mpirun" ]; then
   echo "SKIPPED: mpirun is not installed (apt-get install openmpi-bin libopenmpi-dev)"
   exit 77
@@ -49,7 +50,7 @@ for run in "${runs[@]}"; do
   name=${run%%|*}
   command=${run#*|}
   # shellcheck disable=SC2086  # the command is a word list on purpose
-  if ! timeout 300 $command > "$name.log" 2>&1; then
+  if ! timeout 600 $command > "$name.log" 2>&1; then
     cat "$name.log"
     echo "golden-losses.sh: the $name run failed: $command" >&2
     exit 1

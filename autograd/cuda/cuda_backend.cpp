@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 
 #include "autograd/cuda/check.h"
+#include "autograd/cuda/device_select.h"
 #include "autograd/error.h"
 
 namespace relpos {
@@ -43,5 +44,10 @@ bool CudaBackend::supports(Kernel kernel) const {
 }
 
 void CudaBackend::synchronize() { RELPOS_CUDA_CHECK(cudaDeviceSynchronize()); }
+
+void select_cuda_device(int slot) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0) cudaSetDevice(slot % devices);
+}
 
 }  // namespace relpos

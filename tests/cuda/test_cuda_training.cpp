@@ -13,6 +13,7 @@
 #include "tests/test_files.h"
 #include "train/config/config.h"
 #include "train/store/checkpoint.h"
+#include "train/store/checkpoint_folder.h"
 #include "train/trainer.h"
 
 using namespace relpos;

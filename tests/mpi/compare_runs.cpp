@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "train/store/checkpoint.h"
+#include "train/store/checkpoint_folder.h"
 
 namespace {
 

@@ -5,8 +5,9 @@
 
 #include <iostream>
 
-#include "train/ablation/ablation.h"
 #include "train/ablation/parent_death.h"
+#include "train/ablation/report.h"
+#include "train/ablation/sweep.h"
 #include "train/commands/commands.h"
 #include "train/config/memory_estimate.h"
 #include "train/distributed/distributed.h"

@@ -9,9 +9,10 @@
 #include <mpi.h>
 #endif
 #ifdef RELPOS_HAVE_NCCL
-#include <cuda_runtime.h>
 #include <nccl.h>
 #endif
+
+#include "autograd/device_control.h"
 
 namespace relpos {
 
@@ -81,11 +82,10 @@ DistributedScope::DistributedScope(int& argc, char**& argv) {
   if (world_size() > 1) {
     MPI_Comm local;
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
-    int local_rank = 0, devices = 0;
+    int local_rank = 0;
     MPI_Comm_rank(local, &local_rank);
     MPI_Comm_free(&local);
-    if (cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0)
-      cudaSetDevice(local_rank % devices);
+    select_gpu(local_rank);
   }
 #endif
 }
@@ -168,11 +168,6 @@ void require_single_rank(const std::string& command) {
 
 namespace {
 
-void check_cuda(cudaError_t status, const char* what) {
-  if (status != cudaSuccess)
-    throw InternalError(fmt::format("{}: {}", what, cudaGetErrorString(status)));
-}
-
 void check_nccl(ncclResult_t status, const char* what) {
   if (status != ncclSuccess)
     throw InternalError(fmt::format("{}: {}", what, ncclGetErrorString(status)));
@@ -199,11 +194,11 @@ void all_reduce_sum_cuda(const Tensor& flat) {
   if (world_size() == 1) return;
   // The gradients were written by kernels on any stream: wait for them, reduce on the
   // default stream, and wait again so the copies back see the sum.
-  check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  synchronize(Device::cuda);
   check_nccl(ncclAllReduce(flat.raw_data(), flat.raw_data(), static_cast<std::size_t>(flat.numel()),
                            ncclFloat32, ncclSum, communicator(), nullptr),
              "ncclAllReduce");
-  check_cuda(cudaStreamSynchronize(nullptr), "cudaStreamSynchronize");
+  synchronize(Device::cuda);
 }
 
 #else

@@ -3,9 +3,7 @@
 #include <H5Cpp.h>
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cerrno>
-#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -21,6 +19,7 @@
 #include "autograd/error.h"
 #include "train/store/atomic_file.h"
 #include "train/store/file_digest.h"
+#include "train/store/hdf5_errors.h"
 #include "train/store/hdf5_superblock.h"
 
 namespace relpos {
@@ -43,39 +42,6 @@ constexpr int kMaxGroupDepth = 64;
 
 bool is_reserved_state_attribute(const std::string& name) {
   return name == kStepAttribute || name == kTokensSeenAttribute || name == kFormatVersionAttribute;
-}
-
-// HDF5 reports a failure through its "auto" error handler, before the C++ wrapper
-// throws and before unwinding closes objects (which clears the error stack). Our
-// handler prints nothing: it keeps the most specific message of the first failure
-// since capture_hdf5_errors(), e.g. "truncated file: eof = ...".
-std::string& first_hdf5_error() {
-  static std::string message;
-  return message;
-}
-
-herr_t keep_innermost_message(unsigned n, const H5E_error2_t* error, void* out) {
-  if (n == 0 && error->desc != nullptr) *static_cast<std::string*>(out) = error->desc;
-  return 0;
-}
-
-herr_t record_hdf5_error(hid_t stack, void*) {
-  if (first_hdf5_error().empty())
-    H5Ewalk2(stack, H5E_WALK_UPWARD, keep_innermost_message, &first_hdf5_error());
-  return 0;
-}
-
-void capture_hdf5_errors() {
-  first_hdf5_error().clear();
-  H5E_auto2_t handler = record_hdf5_error;
-  H5::Exception::setAutoPrint(handler, nullptr);
-}
-
-// One line: HDF5's file-driver messages span several lines.
-std::string hdf5_reason(const H5::Exception& exception) {
-  std::string reason = first_hdf5_error().empty() ? exception.getDetailMsg() : first_hdf5_error();
-  std::replace(reason.begin(), reason.end(), '\n', ' ');
-  return reason;
 }
 
 // ---- names <-> HDF5 paths ----
@@ -556,25 +522,6 @@ Checkpoint read_contents(const H5::H5File& h5, WalkLimits& limits,
   return checkpoint;
 }
 
-// ---- checkpoint directories ----
-
-// "ckpt_00001200.h5" -> 1200; nullopt for any other name.
-// (A plain scan, not <regex>: GCC 12's <regex> trips a false -Wmaybe-uninitialized under
-// -fsanitize=address, which -Werror turns into a build failure.)
-std::optional<std::int64_t> step_of_checkpoint_name(const std::string& filename) {
-  const std::string_view name = filename, prefix = "ckpt_", suffix = ".h5";
-  if (!name.starts_with(prefix) || !name.ends_with(suffix)) return std::nullopt;
-  const std::string_view digits =
-      name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
-  if (digits.size() < 8 || digits.size() > 18) return std::nullopt;
-  std::int64_t step = 0;
-  for (const char c : digits) {
-    if (c < '0' || c > '9') return std::nullopt;
-    step = step * 10 + (c - '0');  // at most 18 digits: no overflow
-  }
-  return step;
-}
-
 // The contents of a small file, or nothing when it does not exist.
 std::optional<std::string> read_small_file(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
@@ -582,27 +529,7 @@ std::optional<std::string> read_small_file(const fs::path& file) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-// Removes <checkpoint>.digest if there is one.
-void remove_digest(const fs::path& checkpoint) {
-  std::error_code error;
-  fs::remove(digest_path(checkpoint), error);
-  require(!error, "cannot delete {}: {}", digest_path(checkpoint).string(), error.message());
-}
-
 }  // namespace
-
-std::vector<std::pair<std::int64_t, fs::path>> list_checkpoints(const fs::path& dir) {
-  std::vector<std::pair<std::int64_t, fs::path>> found;
-  std::error_code error;
-  if (!fs::is_directory(dir, error)) return found;
-  for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
-    const std::optional<std::int64_t> step = step_of_checkpoint_name(it->path().filename());
-    if (step && it->is_regular_file()) found.emplace_back(*step, it->path());
-  }
-  require(!error, "cannot list checkpoint directory {}: {}", dir.string(), error.message());
-  std::sort(found.begin(), found.end());
-  return found;
-}
 
 void save_checkpoint(const fs::path& path, const Checkpoint& checkpoint) {
   capture_hdf5_errors();
@@ -654,92 +581,6 @@ Checkpoint load_checkpoint(const fs::path& path, const DeclaredShapeCheck& check
   } catch (const H5::Exception& h5_error) {
     fail("checkpoint {}: unreadable, truncated or corrupt HDF5 file ({})", file,
          hdf5_reason(h5_error));
-  }
-}
-
-fs::path checkpoint_path(const fs::path& dir, std::int64_t step) {
-  require(step >= 0, "checkpoint_path: step {} is negative", step);
-  return dir / fmt::format("ckpt_{:08d}.h5", step);
-}
-
-std::optional<fs::path> latest_checkpoint(const fs::path& dir) {
-  const auto checkpoints = list_checkpoints(dir);
-  if (checkpoints.empty()) return std::nullopt;
-  return checkpoints.back().second;
-}
-
-std::optional<fs::path> latest_verified_checkpoint(
-    const fs::path& dir, const std::function<void(const std::string&)>& skipped) {
-  const auto checkpoints = list_checkpoints(dir);
-  for (auto it = checkpoints.rbegin(); it != checkpoints.rend(); ++it) {
-    try {
-      read_verified_file(it->second);
-      return it->second;
-    } catch (const UsageError& error) {
-      skipped(fmt::format("skipping checkpoint {}", error.what()));
-    }
-  }
-  return std::nullopt;
-}
-
-void keep_last_checkpoints(const fs::path& dir, int keep) {
-  if (keep <= 0) return;
-  const auto checkpoints = list_checkpoints(dir);
-  const std::size_t excess = checkpoints.size() > static_cast<std::size_t>(keep)
-                                 ? checkpoints.size() - static_cast<std::size_t>(keep)
-                                 : 0;
-  for (std::size_t i = 0; i < excess; ++i) {
-    std::error_code error;
-    fs::remove(checkpoints[i].second, error);
-    require(!error, "cannot delete old checkpoint {}: {}", checkpoints[i].second.string(),
-            error.message());
-    remove_digest(checkpoints[i].second);
-  }
-}
-
-void check_shapes_match(const std::map<std::string, Shape>& expected,
-                        const std::map<std::string, Shape>& found, const std::string& source) {
-  for (const auto& [name, shape] : expected) {
-    const auto match = found.find(name);
-    require(match != found.end(),
-            "checkpoint {} does not match the model: parameter '{}' (shape {}) is missing", source,
-            name, to_string(shape));
-    require(match->second == shape,
-            "checkpoint {} does not match the model: parameter '{}' has shape {} in the "
-            "checkpoint but {} in the model",
-            source, name, to_string(match->second), to_string(shape));
-  }
-  for (const auto& [name, shape] : found)
-    require(expected.count(name) == 1,
-            "checkpoint {} does not match the model: unexpected parameter '{}' (shape {})", source,
-            name, to_string(shape));
-}
-
-void check_params_match(const std::map<std::string, Tensor>& expected,
-                        const std::map<std::string, Tensor>& loaded, const std::string& source) {
-  const auto shapes = [](const std::map<std::string, Tensor>& tensors) {
-    std::map<std::string, Shape> out;
-    for (const auto& [name, tensor] : tensors) out.emplace(name, tensor.shape());
-    return out;
-  };
-  check_shapes_match(shapes(expected), shapes(loaded), source);
-  for (const auto& [name, tensor] : expected) {
-    const DType found = loaded.at(name).dtype();
-    require(found == tensor.dtype(),
-            "checkpoint {} does not match the model: parameter '{}' is {} in the checkpoint but "
-            "{} in the model (parameters are not converted)",
-            source, name, name_of(found), name_of(tensor.dtype()));
-  }
-}
-
-void require_finite_parameters(const std::map<std::string, Tensor>& params,
-                               const std::string& source) {
-  for (const auto& [name, tensor] : params) {
-    if (!is_floating(tensor.dtype())) continue;
-    const std::vector<double> values = tensor.to_vector();
-    require(std::all_of(values.begin(), values.end(), [](double v) { return std::isfinite(v); }),
-            "checkpoint {}: parameter '{}' holds NaN or Inf; a model needs finite weights", source,
-            name);
   }
 }
 

@@ -8,7 +8,6 @@
 #include <map>
 #include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "autograd/tensor.h"
@@ -51,25 +50,6 @@ using DeclaredShapeCheck = std::function<void(const std::string& config_yaml,
 // truncated or undigested file, or an unsupported format_version.
 Checkpoint load_checkpoint(const std::filesystem::path& path,
                            const DeclaredShapeCheck& check_shapes = {});
-
-// <dir>/ckpt_<step, zero-padded to 8 digits>.h5
-std::filesystem::path checkpoint_path(const std::filesystem::path& dir, std::int64_t step);
-
-// The checkpoints (ckpt_<step>.h5, regular files) in dir with their steps, by step.
-std::vector<std::pair<std::int64_t, std::filesystem::path>> list_checkpoints(
-    const std::filesystem::path& dir);
-
-// The checkpoint in dir with the highest step; nullopt when there is none.
-std::optional<std::filesystem::path> latest_checkpoint(const std::filesystem::path& dir);
-
-// The checkpoint in dir with the highest step whose whole-file digest verifies;
-// each newer one that does not is passed to `skipped` as one line naming it and why.
-std::optional<std::filesystem::path> latest_verified_checkpoint(
-    const std::filesystem::path& dir, const std::function<void(const std::string&)>& skipped);
-
-// Deletes all but the `keep` highest-step checkpoints in dir, each with its digest
-// (the file first: a checkpoint in place always has its digest); keep <= 0 keeps all.
-void keep_last_checkpoints(const std::filesystem::path& dir, int keep);
 
 // Requires `found` to name exactly the parameters of `expected`, with the same
 // shapes; the UsageError names `source`, the parameter and both shapes.

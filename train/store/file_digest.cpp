@@ -77,6 +77,12 @@ void write_digest(const fs::path& file, std::span<const char> bytes) {
   replace_file(digest_path(file), digest_line(fnv1a64(bytes), bytes.size()));
 }
 
+void remove_digest(const fs::path& file) {
+  std::error_code error;
+  fs::remove(digest_path(file), error);
+  require(!error, "cannot delete {}: {}", digest_path(file).string(), error.message());
+}
+
 std::string read_verified_file(const fs::path& file) {
   const RecordedDigest recorded = read_digest(file);
   std::error_code error;

@@ -19,6 +19,9 @@ std::filesystem::path digest_path(const std::filesystem::path& file);
 // Writes the digest of `bytes` (the contents of `file`) atomically to digest_path(file).
 void write_digest(const std::filesystem::path& file, std::span<const char> bytes);
 
+// Removes digest_path(file) if there is one; a UsageError when it cannot.
+void remove_digest(const std::filesystem::path& file);
+
 // The contents of `file`, after checking them against digest_path(file). Throws a
 // one-line UsageError "<file>: <reason>" for a missing or malformed digest, a size
 // that differs from the recorded one (checked before the file is read), or a

@@ -6,7 +6,7 @@
 
 #include "autograd/error.h"
 #include "train/store/atomic_file.h"
-#include "train/store/checkpoint.h"
+#include "train/store/checkpoint_folder.h"
 #include "train/store/file_digest.h"
 
 namespace relpos {

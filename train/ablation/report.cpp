@@ -1,5 +1,5 @@
-// The ablation report: runs grouped by variant (mean, sample std and n over seeds),
-// each scheme's turning point, the progress line, results.md and results.csv.
+#include "train/ablation/report.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -9,7 +9,6 @@
 #include <set>
 
 #include "autograd/error.h"
-#include "train/ablation/ablation.h"
 #include "train/store/atomic_file.h"
 
 namespace relpos {
@@ -384,11 +383,6 @@ std::string results_csv(const AblationSweep& sweep, const std::vector<VariantRes
 }
 
 }  // namespace
-
-std::string AblationSweep::run_label(std::size_t run) const {
-  const AblationVariant& v = variants.at(run / runs_per_variant());
-  return seeds.empty() ? v.name : fmt::format("{}/seed-{}", v.name, seeds[run % seeds.size()]);
-}
 
 void write_ablation_report(const AblationSweep& sweep, const std::vector<VariantResult>& results) {
   std::error_code error;

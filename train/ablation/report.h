@@ -1,0 +1,65 @@
+#pragma once
+// The ablation report: runs grouped by variant (mean, sample standard deviation and n
+// over seeds), each variant's turning point, the sweep's progress line, and
+// results.md and results.csv.
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "train/ablation/results.h"
+#include "train/ablation/sweep_file.h"
+
+namespace relpos {
+
+// Mean, sample standard deviation (n - 1) and n of the finite values; NaN mean for
+// n = 0, NaN std for n < 2.
+struct Stat {
+  double mean = std::numeric_limits<double>::quiet_NaN();
+  double std = std::numeric_limits<double>::quiet_NaN();
+  std::size_t n = 0;
+};
+Stat stat_of(const std::vector<double>& values);
+
+// The longest evaluated length, going up from the training length, before the loss first
+// rises more than 1% above its training-length value (or cannot be computed). length 0
+// where the training-length loss is unknown; `last_evaluated` when it never left the band.
+struct TurningPoint {
+  std::int64_t length = 0;
+  bool last_evaluated = false;
+};
+TurningPoint turning_point(const std::vector<std::pair<std::int64_t, double>>& loss_by_length,
+                           std::int64_t train_length);
+
+// One variant over its seeds.
+struct LengthStats {
+  std::int64_t length = 0;
+  Stat loss, accuracy, exact_match;
+};
+struct VariantStats {
+  const VariantResult* first = nullptr;  // name, scheme, data, lengths, steps, parameters
+  std::vector<const VariantResult*> runs;
+  Stat final_val_loss, tokens_per_second, wall_seconds;
+  std::size_t peak_rss_bytes = 0, peak_tensor_bytes = 0;  // the largest of the runs'
+  std::vector<LengthStats> lengths;                       // ascending
+  TurningPoint turning;                                   // of the mean loss curve
+};
+// Groups runs by variant name, in order of first appearance.
+std::vector<VariantStats> aggregate(const std::vector<VariantResult>& runs);
+
+// "progress: 4/27 runs, 1/9 variants done, 2m 05s elapsed, ETA 11m 40s": the ETA
+// extrapolates the time of the runs this process trained or evaluated (`measured`;
+// skipped ones take none) to the runs left; "ETA n/a" before the first one.
+struct SweepProgress {
+  std::size_t runs_done = 0, runs_total = 0, variants_done = 0, variants_total = 0;
+  std::size_t measured = 0;
+  double elapsed_seconds = 0.0;
+};
+std::string progress_line(const SweepProgress& p);
+
+// Writes results.md and results.csv into sweep.out_dir, each atomically.
+void write_ablation_report(const AblationSweep& sweep, const std::vector<VariantResult>& results);
+
+}  // namespace relpos

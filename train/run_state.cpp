@@ -1,0 +1,254 @@
+#include "train/run_state.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iostream>
+
+#include "autograd/error.h"
+#include "autograd/ops/shape.h"
+#include "autograd/tape.h"
+#include "autograd/threads.h"
+#include "optim/adam.h"
+#include "optim/sgd.h"
+#include "train/config/config_schema.h"
+#include "train/config/config_value.h"
+#include "train/config/memory_estimate.h"
+#include "train/device_placement.h"
+#include "train/distributed/distributed.h"
+#include "train/knn_state.h"
+#include "train/store/checkpoint_folder.h"
+#include "train/train_precision.h"
+
+namespace relpos {
+
+std::vector<ConfigChange> config_changes(const RunConfig& before, const RunConfig& after) {
+  std::vector<ConfigChange> changes;
+  for (const ConfigKey& key : config_schema()) {
+    std::string was = config_value_text(key, before), is = config_value_text(key, after);
+    if (was != is) changes.push_back({key.path, std::move(was), std::move(is)});
+  }
+  return changes;
+}
+
+std::map<std::string, Tensor> parameter_map(const TransformerLM& model) {
+  std::map<std::string, Tensor> out;
+  for (const NamedParameter& p : model.parameters()) out[p.name] = p.tensor;
+  return out;
+}
+
+namespace {
+
+constexpr const char* kSamplerKey = "data_sampler";
+constexpr const char* kLrHalvingsKey = "lr_halvings";  // a /state word; absent when 0
+// 0.5^1023 is still a normal double; a larger count is no rollback history.
+constexpr std::uint64_t kMaxLrHalvings = 1023;
+
+std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& o,
+                                          std::vector<NamedParameter> parameters) {
+  if (o.name == "sgd")
+    return std::make_unique<Sgd>(std::move(parameters),
+                                 SgdOptions{o.momentum, o.nesterov, o.weight_decay});
+  const AdamOptions adam{o.beta1, o.beta2, o.eps, o.weight_decay};
+  if (o.name == "adam") return std::make_unique<Adam>(std::move(parameters), adam);
+  require(o.name == "adamw", "optim.name: unknown optimizer '{}' (expected sgd, adam or adamw)",
+          o.name);
+  return std::make_unique<AdamW>(std::move(parameters), adam);
+}
+
+// A resume may change anything but the model's shape and parameters.
+bool is_architecture_key(const std::string& path) {
+  return path.starts_with("model.") && path != "model.dropout" && path != "model.attention";
+}
+
+// The settings in which the run's config differs from a checkpoint's saved one; a
+// UsageError when one of them is architecture.
+std::vector<ConfigChange> changes_since(const RunState& run, const std::string& saved_yaml,
+                                        const std::filesystem::path& source) {
+  const RunConfig saved = config_from_yaml(saved_yaml, source.string() + " (saved config)");
+  std::vector<ConfigChange> changes = config_changes(saved, run.config);
+  for (const ConfigChange& change : changes)
+    require(!is_architecture_key(change.key),
+            "checkpoint {}: a resume cannot change the architecture, but {} was {} and is now {}; "
+            "compare with `relpos inspect {}`",
+            source.string(), change.key, change.before, change.after, source.string());
+  return changes;
+}
+
+std::map<std::string, Shape> parameter_shapes(const TransformerLM& model) {
+  std::map<std::string, Shape> out;
+  for (const NamedParameter& p : model.parameters()) out[p.name] = p.tensor.shape();
+  return out;
+}
+
+void load_parameters(const TransformerLM& model, const Checkpoint& ckpt,
+                     const std::filesystem::path& source) {
+  const auto params = parameter_map(model);
+  check_params_match(params, ckpt.params, source.string());
+  NoGradGuard no_grad;
+  for (auto& [name, tensor] : params) {
+    Tensor target = tensor;
+    target.copy_(ckpt.params.at(name));
+  }
+}
+
+}  // namespace
+
+RunState build_run(const RunConfig& config) {
+  validate(config);
+  validate_recurrence(config);
+  validate_knn_data(config);
+  require_fits_in_memory(config);  // before the model or the data is allocated
+  const Precision precision = train_precision(config.train.precision, config.train.device);
+  const Device device = train_device(config.train.device);
+  if (config.train.threads > 0) set_num_threads(static_cast<int>(config.train.threads));
+  RunState run;
+  run.config = config;
+  run.device = device;
+  run.precision = precision;
+  Rng init(mix64(config.train.seed, 1));
+  // Initialised on the CPU (the same values on every device), then moved.
+  run.model = std::make_unique<TransformerLM>(config.model, init);
+  move_parameters(run.model->parameters(), device);
+  // Refused here, before any step, when the device lacks the optimizer's kernel.
+  run.optimizer = make_optimizer(config.optim, run.model->parameters());
+  DataConfig data = config.data;
+  data.seed = mix64(config.train.seed, 2);
+  data.masked_tokens = !config.model.causal;  // a bidirectional model sees the next token
+  // Each row continues its text: segment memory and the kNN memory hold earlier text.
+  data.stream_order = config.train.mem_len > 0 || config.model.knn_memory.enabled();
+  run.data = make_source(data);
+  run.knn_memory = KnnMemory(config.model.knn_memory.size);
+  return run;
+}
+
+namespace {
+
+// The segment memory saved in a checkpoint, checked against the run's shape and
+// trimmed to its train.mem_len; none when the run has no memory.
+std::vector<Tensor> memory_from(const RunState& run, const Checkpoint& ckpt,
+                                const std::filesystem::path& source) {
+  const RunConfig& c = run.config;
+  std::vector<Tensor> memory;
+  if (c.train.mem_len == 0 || ckpt.memory.empty()) return memory;
+  require(static_cast<std::int64_t>(ckpt.memory.size()) == c.model.n_layers,
+          "checkpoint {}: /memory holds {} layers, the model has {}", source.string(),
+          ckpt.memory.size(), c.model.n_layers);
+  for (std::int64_t l = 0; l < c.model.n_layers; ++l) {
+    const auto found = ckpt.memory.find(std::to_string(l));
+    require(found != ckpt.memory.end(), "checkpoint {}: no /memory/{}", source.string(), l);
+    const Tensor& m = found->second;
+    require(m.dim() == 3 && m.size(0) == c.data.batch_size && m.size(2) == c.model.d_model,
+            "checkpoint {}: /memory/{} is {}, expected (data.batch_size={}, M, model.d_model={})",
+            source.string(), l, m.describe(), c.data.batch_size, c.model.d_model);
+    const std::int64_t keep = std::min(m.size(1), c.train.mem_len);
+    memory.push_back(slice(m, 1, m.size(1) - keep, m.size(1)).contiguous().to(run.device));
+  }
+  return memory;
+}
+
+}  // namespace
+
+void restore_training_state(RunState& run, const Checkpoint& ckpt,
+                            const std::filesystem::path& source, bool optimizer_state) {
+  load_parameters(*run.model, ckpt, source);
+  try {
+    if (optimizer_state) run.optimizer->load_state(ckpt.optim);
+  } catch (const UsageError& e) {
+    fail("checkpoint {}: {}", source.string(), e.what());
+  }
+  auto sampler = ckpt.rng_states.find(kSamplerKey);
+  require(sampler != ckpt.rng_states.end(), "checkpoint {}: no '{}' state", source.string(),
+          kSamplerKey);
+  try {
+    run.data->set_sampler_state(SamplerState::from_words(sampler->second));
+  } catch (const UsageError& e) {
+    fail("checkpoint {}: {}", source.string(), e.what());
+  }
+  run.memory = memory_from(run, ckpt, source);
+  restore_knn_memory(run.knn_memory, ckpt, run.config, run.device, source);
+  const auto halvings = ckpt.rng_states.find(kLrHalvingsKey);
+  require(halvings == ckpt.rng_states.end() ||
+              (halvings->second.size() == 1 && halvings->second[0] >= 1 &&
+               halvings->second[0] <= kMaxLrHalvings),
+          "checkpoint {}: '{}' must hold one word in [1, {}] (written only when > 0)",
+          source.string(), kLrHalvingsKey, kMaxLrHalvings);
+  run.lr_halvings =
+      halvings == ckpt.rng_states.end() ? 0 : static_cast<std::int64_t>(halvings->second[0]);
+  run.step = ckpt.step;
+  run.tokens_seen = ckpt.tokens_seen;
+}
+
+void restore_run(RunState& run, const Checkpoint& ckpt, const std::filesystem::path& source) {
+  run.config_changes = changes_since(run, ckpt.config_yaml, source);
+  const bool new_optimizer =
+      std::any_of(run.config_changes.begin(), run.config_changes.end(),
+                  [](const ConfigChange& change) { return change.key == "optim.name"; });
+  if (new_optimizer && is_root())
+    std::cerr << fmt::format(
+        "relpos: optim.name changed ({}): the optimizer starts with fresh state\n",
+        run.config.optim.name);
+  restore_training_state(run, ckpt, source, !new_optimizer);
+  run.resumed_from = source;
+}
+
+Checkpoint load_checkpoint_for(const RunState& run, const std::filesystem::path& path) {
+  return load_checkpoint(
+      path, [&](const std::string& config_yaml, const std::map<std::string, Shape>& shapes) {
+        changes_since(run, config_yaml, path);  // refuses an architecture change
+        check_shapes_match(parameter_shapes(*run.model), shapes, path.string());
+      });
+}
+
+RunState load_run_for_inference(const std::filesystem::path& path, const std::string& data_source) {
+  RunState run;
+  // The model is built from the saved config, and the file's declared shapes are
+  // checked against it, before any of the file's tensors is allocated.
+  const auto build_saved_run = [&](const std::string& config_yaml,
+                                   const std::map<std::string, Shape>& shapes) {
+    RunConfig config = config_from_yaml(config_yaml, path.string() + " (saved config)");
+    if (!data_source.empty()) config.data.source = data_source;
+    config.train.device = "cpu";      // a checkpoint from a GPU run is usable on any machine
+    config.train.precision = "fp32";  // and from a bf16 run on any CPU
+    config.train.mem_len = 0;         // no training stream is read; eval --mem-len asks for memory
+    run = build_run(config);
+    check_shapes_match(parameter_shapes(*run.model), shapes, path.string());
+  };
+  const Checkpoint ckpt = load_checkpoint(path, build_saved_run);
+  require_finite_parameters(ckpt.params, path.string());
+  load_parameters(*run.model, ckpt, path);
+  run.step = ckpt.step;
+  run.tokens_seen = ckpt.tokens_seen;
+  return run;
+}
+
+Checkpoint snapshot(const RunState& run) {
+  Checkpoint c;
+  for (const NamedParameter& p : run.model->parameters()) c.params[p.name] = p.tensor.clone();
+  c.optim = run.optimizer->state();
+  c.step = run.step;
+  c.tokens_seen = run.tokens_seen;
+  c.config_yaml = to_yaml(run.config);
+  c.rng_states[kSamplerKey] = run.data->sampler_state().to_words();
+  for (std::size_t l = 0; l < run.memory.size(); ++l)
+    c.memory[std::to_string(l)] = run.memory[l].clone();
+  save_knn_memory(run.knn_memory, c);
+  if (run.lr_halvings > 0)
+    c.rng_states[kLrHalvingsKey] = {static_cast<std::uint64_t>(run.lr_halvings)};
+  return c;
+}
+
+std::filesystem::path resolve_checkpoint(const std::filesystem::path& path) {
+  require(std::filesystem::exists(path), "--resume: '{}' does not exist", path.string());
+  if (!std::filesystem::is_directory(path)) return path;
+  for (const auto& dir : {path / "checkpoints", path}) {
+    if (!std::filesystem::is_directory(dir)) continue;
+    if (!latest_checkpoint(dir)) continue;
+    const auto skipped = [](const std::string& line) { std::cerr << "relpos: " << line << "\n"; };
+    if (auto verified = latest_verified_checkpoint(dir, skipped)) return *verified;
+    fail("--resume: no checkpoint in '{}' verifies against its digest", dir.string());
+  }
+  fail("--resume: no checkpoint (ckpt_<step>.h5) found in '{}'", path.string());
+}
+
+}  // namespace relpos
