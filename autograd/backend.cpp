@@ -56,6 +56,19 @@ namespace {
 }
 }  // namespace
 
+void Backend::activation_forward(UnaryOp op, const Tensor& bias, std::int64_t rows, std::int64_t n,
+                                 const Tensor& z, const Tensor& y, std::uint16_t* y_bf16) {
+  if (y_bf16 != nullptr)
+    throw InternalError(
+        fmt::format("activation_forward: {} writes no bf16 copy of y", name_of(device())));
+  if (bias.defined()) {  // z (rows, n) += bias broadcast over rows
+    const Tensor rows_of_z = Tensor::view_of(z, {rows, n}, {n, 1}, z.offset());
+    binary(BinaryOp::add, rows_of_z, Tensor::view_of(bias, {rows, n}, {0, 1}, bias.offset()),
+           rows_of_z);
+  }
+  unary(op, z, y, 0.0);
+}
+
 void Backend::activation_backward(UnaryOp op, const Tensor& z, const Tensor& grad_y,
                                   std::int64_t rows, std::int64_t n, const Tensor& grad_z,
                                   const Tensor& grad_bias) {

@@ -12,26 +12,11 @@
 #include "autograd/allocator.h"
 #include "autograd/attention_chunk.h"
 #include "autograd/kernel.h"
+#include "autograd/kernel_math/elementwise_ops.h"
 #include "autograd/precision.h"
 #include "autograd/tensor.h"
 
 namespace relpos {
-
-enum class UnaryOp : std::uint8_t {
-  neg,
-  exp,
-  log,
-  sqrt,
-  tanh,
-  relu,
-  gelu_tanh,
-  gelu_erf,
-  add_scalar,  // x + p
-  mul_scalar,  // x * p
-  pow_scalar,  // x ^ p
-};
-
-enum class BinaryOp : std::uint8_t { add, sub, mul, div };
 
 struct GemmArgs {
   // C[b] = alpha * op(A[b]) * op(B[b]) + beta * C[b], row-major, for b < batch.
@@ -162,6 +147,13 @@ class Backend {
   // grad_x = grad_y * f'(x); y = f(x) is given too, for ops whose derivative uses it.
   virtual void unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& grad_y,
                               const Tensor& grad_x, double param) = 0;
+  // The forward of a linear layer's bias and activation, z viewed as (rows, n): z += bias
+  // (when defined, broadcast over rows; z then holds what the backward reads), then
+  // y = f(z). y_bf16: null, or rows * n values that receive y rounded to bf16 as a bf16
+  // product rounds its operands (the next layer's product reads them). The default runs
+  // binary and unary and writes no bf16 copy; a backend may fuse them into one pass.
+  virtual void activation_forward(UnaryOp op, const Tensor& bias, std::int64_t rows, std::int64_t n,
+                                  const Tensor& z, const Tensor& y, std::uint16_t* y_bf16);
   // The backward of a linear layer's activation y = f(z), z viewed as (rows, n), for
   // an f whose derivative reads z alone (gelu_tanh, gelu_erf, relu): grad_z = grad_y
   // * f'(z), and, when grad_bias is defined, grad_bias[j] = the sum of grad_z[:, j]

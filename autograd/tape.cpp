@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "autograd/backend.h"
 #include "autograd/error.h"
 #include "autograd/ops/elementwise.h"
 
@@ -22,15 +23,24 @@ void check_not_stale(const Tensor& t, std::uint64_t epoch, const std::string& op
          op, t.describe());
 }
 
-void accumulate(Tensor& slot, const Tensor& grad) {
-  slot = slot.defined() ? add(slot, grad) : grad;
-}
-
 // Whether no other handle or view can see t's elements: then a leaf may keep t
-// itself as its .grad. Gradients that backward functions pass through (add's
-// returns its input) are shared and must be copied.
+// itself as its .grad, and a gradient slot may be added to in place. Gradients that
+// backward functions pass through (add's returns its input) are shared and must be copied.
 bool held_only_here(const Tensor& t) {
   return t.impl_ptr().use_count() == 1 && t.storage().use_count() == 1 && t.is_contiguous();
+}
+
+// slot += grad. In place when the slot's tensor is seen by no one else (the same sum as
+// add(slot, grad), without a new block whose pages the step would fault in again).
+void accumulate(Tensor& slot, const Tensor& grad) {
+  if (!slot.defined()) {
+    slot = grad;
+  } else if (held_only_here(slot) && slot.shape() == grad.shape() && slot.dtype() == grad.dtype() &&
+             slot.device() == grad.device() && slot.storage() != grad.storage()) {
+    backend_of(slot).binary(BinaryOp::add, slot, grad, slot);
+  } else {
+    slot = add(slot, grad);
+  }
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // One attention layer, forward + backward, for every position scheme against no
 // positions, in the same run: B=8, H=4, d_model=256 (head_dim 64), causal.
 // Usage: bench_attention [L ...] [--reps N] [--path flash|fused|composed] [--schemes t5,shaw]
+//        (rope-<kind>, e.g. rope-yarn: RoPE with that rope_scaling, 4x from 64)
 //        [--cpu-time] [--bf16]
 // --bf16 times every scheme in fp32 and in bf16 (autograd/precision.h) in the same rounds,
 // both the attention alone (scaled_attention on q, k, v of (8, 4, L, 64) with the
@@ -31,11 +32,19 @@ struct Layer {
   std::unique_ptr<MultiHeadAttention> attention;
 };
 
+// `name` is a scheme, or rope-<kind>: RoPE with model.position.rope_scaling.kind=<kind>,
+// extending 4x from original_len 64 (e.g. rope-yarn, rope-dynamic_ntk).
 Layer make_layer(const std::string& name, AttentionPath path) {
   Rng rng(7);
   const ModelDims dims{256, 4, 1, true};
   PositionConfig config;
-  config.scheme = name;
+  const auto dash = name.find('-');
+  config.scheme = name.substr(0, dash);
+  if (dash != std::string::npos) {
+    config.set("rope_scaling.kind", name.substr(dash + 1));
+    config.set("rope_scaling.factor", 4.0);
+    config.set("rope_scaling.original_len", std::int64_t{64});
+  }
   config.set("max_relative", std::int64_t{16});
   Layer layer;
   layer.scheme = make_position_scheme(config, dims, rng);

@@ -10,7 +10,9 @@ Modes (--mode):
            forward and the loss; parameters, gradients and AdamW stay fp32;
   compile  fp32, the model wrapped in torch.compile (PyTorch 2.x; its default
            inductor backend). Compilation happens in the warm-up steps: their
-           time beyond that of steady-state steps is reported as compile_s.
+           time beyond that of steady-state steps is reported as compile_s;
+  compile-bf16  the compiled model under bf16 autocast (forward and loss), as
+           bf16 is; compile_s as for compile.
 
 Model: vocab 256, d_model 256, 4 layers, 4 heads, d_ff 1024, pre-LN layernorm,
 tanh GELU, tied embeddings, no dropout. AdamW(lr 1e-3, betas (0.9, 0.99),
@@ -51,7 +53,7 @@ EMBED_STD = 0.02
 SINUSOID_SCALE = EMBED_STD * math.sqrt(2.0)  # as relpos: sinusoids at the embeddings' scale
 SHAW_CLIP, T5_BUCKETS, T5_MAX_DISTANCE, ROPE_BASE = 16, 32, 128, 10000.0
 SCHEMES = ("none", "sinusoidal", "learned", "t5", "shaw", "xl", "alibi", "rope", "kerple")
-MODES = ("eager", "bf16", "compile")
+MODES = ("eager", "bf16", "compile", "compile-bf16")
 
 
 def inverse_frequencies(dim, base=10000.0):
@@ -368,10 +370,12 @@ def main():
     args = parser.parse_args()
     if args.len < 2 or args.steps < 1 or args.warmup < 0 or args.threads < 1 or args.batch < 0:
         parser.error("need --len >= 2, --steps >= 1, --warmup >= 0, --threads >= 1, --batch >= 0")
-    if args.mode == "compile" and not hasattr(torch, "compile"):
-        parser.error(f"--mode compile: needs PyTorch 2.x (torch.compile), this is {torch.__version__}")
-    if args.mode == "compile" and args.warmup < 1:
-        parser.error("--mode compile: needs --warmup >= 1 (the first step compiles)")
+    compiled = args.mode.startswith("compile")
+    if compiled and not hasattr(torch, "compile"):
+        parser.error(f"--mode {args.mode}: needs PyTorch 2.x (torch.compile), "
+                     f"this is {torch.__version__}")
+    if compiled and args.warmup < 1:
+        parser.error(f"--mode {args.mode}: needs --warmup >= 1 (the first step compiles)")
     batch = args.batch or max(1, TOKENS_PER_STEP // args.len)
 
     torch.set_num_threads(args.threads)
@@ -381,10 +385,10 @@ def main():
     model = TransformerLM(args.scheme, args.len)
     model.train()
     optimizer = make_optimizer(model)
-    forward = torch.compile(model) if args.mode == "compile" else model
+    forward = torch.compile(model) if compiled else model
 
     def precision():
-        if args.mode == "bf16":
+        if args.mode in ("bf16", "compile-bf16"):
             return torch.autocast("cpu", dtype=torch.bfloat16)
         return contextlib.nullcontext()
 
@@ -425,7 +429,7 @@ def main():
         "model_gflops": flops * tokens_per_s / 1e9,
         "warmup_s": sum(warmup_seconds),
         "compile_s": sum(warmup_seconds) - len(warmup_seconds) * median_step
-        if args.mode == "compile" else 0.0,
+        if compiled else 0.0,
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
         "first_loss": losses[0],
         "final_loss": losses[-1],

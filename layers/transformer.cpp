@@ -112,6 +112,10 @@ Tensor TransformerLM::forward(const Tensor& tokens, std::int64_t start, KnnMemor
 
 Tensor TransformerLM::forward(const Tensor& tokens, DecodeState& state, bool use_cache,
                               std::int64_t mem_len) const {
+  require(!position_->rotation_depends_on_length(),
+          "model.position: a rotation that depends on the sequence length (rope_scaling.kind="
+          "dynamic_ntk) changes every earlier position's hidden state as the sequence grows, so "
+          "neither a KV cache nor segment memory can be reused; recompute the whole sequence");
   Tensor logits;
   if (use_cache) {
     if (state.caches.empty()) state.caches.resize(blocks_.size());

@@ -82,6 +82,13 @@ inline std::vector<SchemeUnderTest> attention_variants(const ModelDims& dims, st
   return out;
 }
 
+// True when the scheme's rotation depends on the sequence length (RoPE's dynamic NTK
+// scaling): the model then refuses a KV cache and segment memory.
+inline bool rotation_depends_on_length(const PositionConfig& config) {
+  Rng rng(1);
+  return make_position_scheme(config, {16, 2, 1, true}, rng)->rotation_depends_on_length();
+}
+
 // Replaces each parameter's values, in place, by values[i] converted to `dtype`; the
 // scheme keeps reading the same tensors. Returns them.
 inline std::vector<Tensor> set_parameters(const Module& module, const std::vector<Tensor>& values,

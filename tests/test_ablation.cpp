@@ -445,3 +445,21 @@ TEST_CASE("ablation: configs/ablate_positions.yaml compares every scheme on text
                                                             16 * c.data.seq_len});
   }
 }
+
+TEST_CASE("ablation: configs/ablate_rope_extension.yaml trains RoPE at 64, plain and dynamic NTK",
+          "[ablation][rope_scaling]") {
+  const AblationSweep sweep =
+      load_sweep(testing::source_dir() / "configs" / "ablate_rope_extension.yaml");
+  const std::vector<RunConfig> configs = resolve_variant_configs(sweep);
+  REQUIRE(sweep.variants.size() == 2);
+  REQUIRE(configs.size() == 6);
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    const PositionConfig& p = configs[i].model.position;
+    INFO(sweep.run_label(i));
+    REQUIRE(p.scheme == "rope");
+    REQUIRE(configs[i].data.seq_len == 64);
+    REQUIRE(p.get<std::string>("rope_scaling.kind") == (i < 3 ? "none" : "dynamic_ntk"));
+    if (i >= 3) REQUIRE(p.get<std::int64_t>("rope_scaling.original_len") == 64);
+  }
+  REQUIRE(sweep.eval_lengths == std::vector<std::int64_t>{128, 256, 512, 1024});
+}

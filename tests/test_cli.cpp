@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <tuple>
@@ -224,6 +225,102 @@ TEST_CASE("cli: train, inspect, eval and sample work on a tiny run; resume keeps
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   REQUIRE(r.out.find("resumed from") != std::string::npos);
+}
+
+// The loss of each length in an eval JSON file.
+std::map<std::int64_t, double> eval_losses(const fs::path& json) {
+  std::map<std::int64_t, double> losses;
+  const auto parsed = nlohmann::json::parse(slurp(json));
+  for (const auto& point : parsed["results"])
+    losses[point["length"].get<std::int64_t>()] = point["loss"].get<double>();
+  return losses;
+}
+
+TEST_CASE("cli: a RoPE checkpoint evaluated with rope_scaling (--set) and fine-tuned (--init-from)",
+          "[cli][rope_scaling]") {
+  Sandbox box;
+  const auto tiny = box.write("tiny.yaml", kTiny);
+  const std::string out = (box.path() / "run").string();
+  Result r = box.run("train " + tiny.string() + " model.position.scheme=rope train.out_dir=" + out);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::string ckpt = out + "/checkpoints/ckpt_00000002.h5";
+  const std::string eval = "eval " + ckpt + " --lengths 16,64 --batches 1 --json ";
+  const auto plain_json = box.path() / "plain.json";
+  REQUIRE(box.run(eval + plain_json.string()).exit_code == 0);
+  const auto plain = eval_losses(plain_json);
+  // Dynamic NTK leaves the training length as it was and changes the longer one.
+  const std::string dynamic_args =
+      " --set model.position.rope_scaling.kind=dynamic_ntk --set "
+      "model.position.rope_scaling.original_len=16";
+  const auto dynamic_json = box.path() / "dynamic.json";
+  r = box.run(eval + dynamic_json.string() + dynamic_args);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("--set model.position.rope_scaling.kind: none -> dynamic_ntk") !=
+        std::string::npos);
+  const auto dynamic = eval_losses(dynamic_json);
+  CHECK(dynamic.at(16) == plain.at(16));
+  CHECK(dynamic.at(64) != plain.at(64));
+  CHECK(nlohmann::json::parse(slurp(dynamic_json))["changes"].contains(
+      "model.position.rope_scaling.kind"));
+  // An architecture key, or a bad value, is refused in one line.
+  require_one_line_error(box.run(eval + dynamic_json.string() + " --set model.d_ff=48"),
+                         "--set cannot change the architecture");
+  require_one_line_error(
+      box.run(eval + dynamic_json.string() + " --set model.position.rope_scaling.kind=cubic"),
+      "rope_scaling.kind");
+  require_one_line_error(
+      box.run(eval + dynamic_json.string() + " --set model.position.rope_scaling.kind=yarn"),
+      "rope_scaling.original_len");
+  // --init-from: the checkpoint's weights in a new run at twice the length, with a fresh
+  // optimizer from step 0. With a negligible learning rate its weights stay the
+  // checkpoint's: its own checkpoint evaluates as the original at the original length
+  // (and data.seq_len, which sets the evaluation batches).
+  const std::string tuned = (box.path() / "tuned").string();
+  r = box.run("train " + tiny.string() +
+              " model.position.scheme=rope data.seq_len=32 optim.lr=1e-12 schedule.min_lr=0 "
+              "train.out_dir=" +
+              tuned +
+              " model.position.rope_scaling.kind=linear model.position.rope_scaling.factor=2 "
+              "model.position.rope_scaling.original_len=16 --init-from " +
+              out);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("initialised the weights from " + ckpt) != std::string::npos);
+  CHECK(r.err.find("model.position.rope_scaling.kind none -> linear") != std::string::npos);
+  CHECK(std::get<0>(logged_lr_and_loss(tuned).front()) == 1);
+  const auto tuned_json = box.path() / "tuned.json";
+  REQUIRE(box.run("eval " + tuned +
+                  "/checkpoints/ckpt_00000002.h5 --lengths 16 --batches 1 "
+                  "--set model.position.rope_scaling.kind=none --set data.seq_len=16 --json " +
+                  tuned_json.string())
+              .exit_code == 0);
+  CHECK(eval_losses(tuned_json).at(16) == Approx(plain.at(16)).epsilon(1e-6));
+  // A dynamic_ntk model samples by recomputing (nothing to cache) and refuses segment memory.
+  const std::string dynamic_run = (box.path() / "dynamic").string();
+  const std::string dynamic_train = "train " + tiny.string() +
+                                    " model.position.scheme=rope train.out_dir=" + dynamic_run +
+                                    " model.position.rope_scaling.kind=dynamic_ntk "
+                                    "model.position.rope_scaling.original_len=8";
+  r = box.run(dynamic_train);
+  REQUIRE(r.exit_code == 0);
+  const std::string dynamic_ckpt = dynamic_run + "/checkpoints/ckpt_00000002.h5";
+  r = box.run("sample " + dynamic_ckpt + " --prompt And --tokens 8 --seed 3");
+  REQUIRE(r.exit_code == 0);
+  CHECK(box.run("sample " + dynamic_ckpt + " --prompt And --tokens 8 --seed 3 --no-cache").out ==
+        r.out);
+  require_one_line_error(box.run(dynamic_train + "2 train.mem_len=8"),
+                         "train.mem_len=8: model.position.rope_scaling.kind=dynamic_ntk");
+  require_one_line_error(box.run("eval " + dynamic_ckpt + " --mem-len 8 --batches 1"),
+                         "--mem-len: model.position.rope_scaling.kind=dynamic_ntk");
+  // Its architecture must match, and it does not combine with --resume.
+  require_one_line_error(box.run("train " + tiny.string() + " model.position.scheme=rope " +
+                                 "model.d_ff=48 train.out_dir=" + tuned + "2 --init-from " + out),
+                         "--init-from cannot change the architecture");
+  require_one_line_error(
+      box.run("train " + tiny.string() + " model.position.scheme=rope " + "train.out_dir=" + tuned +
+              " --init-from " + out + " --resume " + tuned),
+      "not both");
 }
 
 TEST_CASE("cli: relpos positions prints each scheme's index with its keys as options", "[cli]") {

@@ -102,7 +102,7 @@ void require_same(const RunConfig& a, const RunConfig& b) {
 }
 
 // require_same compares this many keys; a new key must be added there too.
-constexpr std::size_t kComparedKeys = 70;
+constexpr std::size_t kComparedKeys = 75;
 
 // Every key set to a value other than its default (and valid together).
 const char* const kEveryKeyYaml = R"(model:
@@ -136,6 +136,12 @@ const char* const kEveryKeyYaml = R"(model:
     per_layer_uv: true
     rope_base: 500000
     randomized_max_len: 96
+    rope_scaling:
+      kind: yarn
+      factor: 8
+      original_len: 48
+      beta_fast: 16
+      beta_slow: 2
   knn_memory:
     layer: 2
     size: 96
@@ -218,6 +224,11 @@ RunConfig every_key_expected() {
   p.set("per_layer_uv", true);
   p.set("rope_base", 500000.0);
   p.set("randomized_max_len", std::int64_t{96});
+  p.set("rope_scaling.kind", std::string("yarn"));
+  p.set("rope_scaling.factor", 8.0);
+  p.set("rope_scaling.original_len", std::int64_t{48});
+  p.set("rope_scaling.beta_fast", 16.0);
+  p.set("rope_scaling.beta_slow", 2.0);
   c.data.source = "offset_lookup";
   c.data.seq_len = 64;
   c.data.batch_size = 5;

@@ -17,6 +17,7 @@
 
 using namespace relpos;
 using testing::leaf;
+using testing::relative_error;
 
 namespace {
 
@@ -45,18 +46,6 @@ std::vector<Tensor> run(const FlashCase& c, const std::vector<Tensor>& inputs, D
   std::vector<Tensor> result{out.detach()};
   for (const Tensor& t : x) result.push_back(t.grad());
   return result;
-}
-
-// max |a - b| / max |b|.
-double relative_error(const Tensor& a, const Tensor& b) {
-  const auto av = a.to_vector(), bv = b.to_vector();
-  REQUIRE(av.size() == bv.size());
-  double diff = 0, scale = 0;
-  for (std::size_t i = 0; i < av.size(); ++i) {
-    diff = std::max(diff, std::abs(av[i] - bv[i]));
-    scale = std::max(scale, std::abs(bv[i]));
-  }
-  return diff / scale;
 }
 
 // The flash op on x = {q, k, v, distance bias, clipped logits, xl_query, xl_r} with

@@ -1,4 +1,4 @@
-// The tiled attention in bf16 (Precision::bf16; autograd/cpu/flash_bf16.*): its products
+// The tiled attention in bf16 (Precision::bf16; autograd/cpu/bf16_gemm_rows.*): its products
 // against the software rounding path, every scheme against the fp64 composed reference,
 // determinism of the table gradients, that bf16 is really used, and the fallback
 // without AVX512-BF16.
@@ -18,8 +18,8 @@
 #include <cstring>
 #include <string>
 
+#include "autograd/cpu/bf16_gemm_rows.h"
 #include "autograd/cpu/cpu_features.h"
-#include "autograd/cpu/flash_bf16.h"
 #include "autograd/ops/flash_attention.h"
 #include "autograd/precision.h"
 #include "autograd/tape.h"
@@ -28,23 +28,12 @@
 #include "test_helpers.h"
 
 using namespace relpos;
+using testing::relative_error;
 
 namespace {
 
 constexpr double kUnitRoundoff = 1.0 / 256;  // bf16: 8 significant bits
 constexpr double kBf16Tolerance = 8 * kUnitRoundoff;
-
-// max |a - b| / max |b|.
-double relative_error(const Tensor& a, const Tensor& b) {
-  const auto av = a.to_vector(), bv = b.to_vector();
-  REQUIRE(av.size() == bv.size());
-  double diff = 0, scale = 0;
-  for (std::size_t i = 0; i < av.size(); ++i) {
-    diff = std::max(diff, std::abs(av[i] - bv[i]));
-    scale = std::max(scale, std::abs(bv[i]));
-  }
-  return diff / scale;
-}
 
 bool same_bits(const Tensor& a, const Tensor& b) {
   const auto av = a.contiguous(), bv = b.contiguous();

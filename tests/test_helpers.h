@@ -32,6 +32,19 @@ inline double largest_difference(const Tensor& a, const Tensor& b) {
   return largest;
 }
 
+// max |a - b| / max |b| over the elements of two tensors of the same size: the error of
+// `a` relative to the reference `b`, as the attention tests measure it.
+inline double relative_error(const Tensor& a, const Tensor& b) {
+  const std::vector<double> x = a.to_vector(), y = b.to_vector();
+  REQUIRE(x.size() == y.size());
+  double diff = 0.0, scale = 0.0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    diff = std::max(diff, std::abs(x[i] - y[i]));
+    scale = std::max(scale, std::abs(y[i]));
+  }
+  return diff / scale;
+}
+
 // Small tensors from literal values, in the dtype each name says: f64({1, 2, 3, 4}, {2, 2}).
 inline Tensor f64(const std::vector<double>& values, const Shape& shape) {
   return Tensor::from_data(values, shape, DType::f64);

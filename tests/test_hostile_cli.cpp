@@ -147,6 +147,31 @@ TEST_CASE("hostile: --overwrite moves a run beside its folder, never a folder of
   REQUIRE(fs::exists(box.path() / "run/tiny.yaml"));
 }
 
+TEST_CASE("hostile: --init-from and eval --set keep to the rules of inputs and run folders",
+          "[hostile][cli][rope_scaling]") {
+  TrainedBox box;
+  const std::string ckpt = box.checkpoint().string(), bytes = slurp(ckpt);
+  // --init-from starts a new run: a folder holding a run is refused without --overwrite,
+  // and --overwrite may not move the checkpoint it starts from aside.
+  require_one_line_error(
+      relpos_in(box.path(), {"train", "tiny.yaml", "train.out_dir=run", "--init-from", ckpt}),
+      {"already holds a run"});
+  require_one_line_error(
+      relpos_in(box.path(),
+                {"train", "tiny.yaml", "train.out_dir=run", "--init-from", ckpt, "--overwrite"}),
+      {"--overwrite", "the --init-from checkpoint", "lies inside train.out_dir"});
+  REQUIRE(slurp(ckpt) == bytes);
+  REQUIRE_FALSE(fs::exists(box.path() / "run.old-1"));
+  // eval --set data.source names an input too: --json never replaces it.
+  std::string corpus;
+  for (int i = 0; i < 2000; ++i) corpus += "the quick brown fox jumps over the lazy dog\n";
+  box.write("corpus.txt", corpus);
+  require_one_line_error(relpos_in(box.path(), {"eval", ckpt, "--set", "data.source=corpus.txt",
+                                                "--batches", "1", "--json", "corpus.txt"}),
+                         {"--json", "the data.source file", "an output never replaces an input"});
+  REQUIRE(slurp(box.path() / "corpus.txt") == corpus);
+}
+
 TEST_CASE("hostile: sample and eval refuse out-of-range arguments with one line",
           "[hostile][cli]") {
   TrainedBox box;

@@ -25,11 +25,15 @@ std::vector<nlohmann::json> record_config_changes(const RunState& run) {
     listed += fmt::format("{}{} {} -> {}", listed.empty() ? "" : ", ", change.key, change.before,
                           change.after);
   }
+  const bool initialised = !run.initialised_from.empty();
+  nlohmann::json event = {{"event", "config_change"}, {"step", run.step}, {"changes", changes}};
+  if (initialised) event["init_from"] = run.initialised_from.string();
   std::cerr << fmt::format(
-      "relpos: resuming at step {} with changed settings: {} (recorded in metrics.jsonl and "
-      "config.{}.yaml)\n",
-      run.step, listed, run.step);
-  return {{{"event", "config_change"}, {"step", run.step}, {"changes", changes}}};
+      "relpos: {} with changed settings: {} (recorded in metrics.jsonl and config.{}.yaml)\n",
+      initialised ? "initialised from " + run.initialised_from.string()
+                  : fmt::format("resuming at step {}", run.step),
+      listed, run.step);
+  return {event};
 }
 
 double seconds_since(std::chrono::steady_clock::time_point start) {

@@ -56,23 +56,33 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& o,
   return std::make_unique<AdamW>(std::move(parameters), adam);
 }
 
-// A resume may change anything but the model's shape and parameters.
+// A resume may change anything but the model's shape and parameters; RoPE's context
+// extension (model.position.rope_scaling.*) changes how positions are read, not the model.
 bool is_architecture_key(const std::string& path) {
-  return path.starts_with("model.") && path != "model.dropout" && path != "model.attention";
+  return path.starts_with("model.") && path != "model.dropout" && path != "model.attention" &&
+         !path.starts_with("model.position.rope_scaling.");
 }
 
-// The settings in which the run's config differs from a checkpoint's saved one; a
-// UsageError when one of them is architecture.
-std::vector<ConfigChange> changes_since(const RunState& run, const std::string& saved_yaml,
-                                        const std::filesystem::path& source) {
-  const RunConfig saved = config_from_yaml(saved_yaml, source.string() + " (saved config)");
-  std::vector<ConfigChange> changes = config_changes(saved, run.config);
+// The settings in which `now` differs from `saved`, the config of checkpoint `source`; a
+// UsageError naming `what` (e.g. "a resume") when one of them is architecture.
+std::vector<ConfigChange> changes_from(const RunConfig& saved, const RunConfig& now,
+                                       const std::filesystem::path& source,
+                                       const std::string& what) {
+  std::vector<ConfigChange> changes = config_changes(saved, now);
   for (const ConfigChange& change : changes)
     require(!is_architecture_key(change.key),
-            "checkpoint {}: a resume cannot change the architecture, but {} was {} and is now {}; "
+            "checkpoint {}: {} cannot change the architecture, but {} was {} and is now {}; "
             "compare with `relpos inspect {}`",
-            source.string(), change.key, change.before, change.after, source.string());
+            source.string(), what, change.key, change.before, change.after, source.string());
   return changes;
+}
+
+// The settings in which the run's config differs from a checkpoint's saved one.
+std::vector<ConfigChange> changes_since(const RunState& run, const std::string& saved_yaml,
+                                        const std::filesystem::path& source,
+                                        const std::string& what = "a resume") {
+  const RunConfig saved = config_from_yaml(saved_yaml, source.string() + " (saved config)");
+  return changes_from(saved, run.config, source, what);
 }
 
 std::map<std::string, Shape> parameter_shapes(const TransformerLM& model) {
@@ -109,6 +119,11 @@ RunState build_run(const RunConfig& config) {
   Rng init(mix64(config.train.seed, 1));
   // Initialised on the CPU (the same values on every device), then moved.
   run.model = std::make_unique<TransformerLM>(config.model, init);
+  require(config.train.mem_len == 0 || !run.model->position().rotation_depends_on_length(),
+          "train.mem_len={}: model.position.rope_scaling.kind={} rotates every position by the "
+          "sequence length, so earlier segments' hidden states cannot be reused; set "
+          "train.mem_len: 0 or another rope_scaling.kind",
+          config.train.mem_len, config.model.position.get<std::string>("rope_scaling.kind"));
   move_parameters(run.model->parameters(), device);
   // Refused here, before any step, when the device lacks the optimizer's kernel.
   run.optimizer = make_optimizer(config.optim, run.model->parameters());
@@ -192,6 +207,16 @@ void restore_run(RunState& run, const Checkpoint& ckpt, const std::filesystem::p
   run.resumed_from = source;
 }
 
+void initialise_from(RunState& run, const std::filesystem::path& path) {
+  const Checkpoint ckpt = load_checkpoint(
+      path, [&](const std::string& config_yaml, const std::map<std::string, Shape>& shapes) {
+        run.config_changes = changes_since(run, config_yaml, path, "--init-from");
+        check_shapes_match(parameter_shapes(*run.model), shapes, path.string());
+      });
+  load_parameters(*run.model, ckpt, path);
+  run.initialised_from = path;
+}
+
 Checkpoint load_checkpoint_for(const RunState& run, const std::filesystem::path& path) {
   return load_checkpoint(
       path, [&](const std::string& config_yaml, const std::map<std::string, Shape>& shapes) {
@@ -200,18 +225,24 @@ Checkpoint load_checkpoint_for(const RunState& run, const std::filesystem::path&
       });
 }
 
-RunState load_run_for_inference(const std::filesystem::path& path, const std::string& data_source) {
+RunState load_run_for_inference(const std::filesystem::path& path, const std::string& data_source,
+                                const std::vector<std::string>& overrides) {
   RunState run;
   // The model is built from the saved config, and the file's declared shapes are
   // checked against it, before any of the file's tensors is allocated.
   const auto build_saved_run = [&](const std::string& config_yaml,
                                    const std::map<std::string, Shape>& shapes) {
-    RunConfig config = config_from_yaml(config_yaml, path.string() + " (saved config)");
+    const std::string origin = path.string() + " (saved config)";
+    RunConfig config = config_from_yaml(config_yaml, origin, overrides);
+    std::vector<ConfigChange> changes;
+    if (!overrides.empty())
+      changes = changes_from(config_from_yaml(config_yaml, origin), config, path, "--set");
     if (!data_source.empty()) config.data.source = data_source;
     config.train.device = "cpu";      // a checkpoint from a GPU run is usable on any machine
     config.train.precision = "fp32";  // and from a bf16 run on any CPU
     config.train.mem_len = 0;         // no training stream is read; eval --mem-len asks for memory
     run = build_run(config);
+    run.config_changes = std::move(changes);
     check_shapes_match(parameter_shapes(*run.model), shapes, path.string());
   };
   const Checkpoint ckpt = load_checkpoint(path, build_saved_run);
@@ -238,17 +269,18 @@ Checkpoint snapshot(const RunState& run) {
   return c;
 }
 
-std::filesystem::path resolve_checkpoint(const std::filesystem::path& path) {
-  require(std::filesystem::exists(path), "--resume: '{}' does not exist", path.string());
+std::filesystem::path resolve_checkpoint(const std::filesystem::path& path,
+                                         const std::string& option) {
+  require(std::filesystem::exists(path), "{}: '{}' does not exist", option, path.string());
   if (!std::filesystem::is_directory(path)) return path;
   for (const auto& dir : {path / "checkpoints", path}) {
     if (!std::filesystem::is_directory(dir)) continue;
     if (!latest_checkpoint(dir)) continue;
     const auto skipped = [](const std::string& line) { std::cerr << "relpos: " << line << "\n"; };
     if (auto verified = latest_verified_checkpoint(dir, skipped)) return *verified;
-    fail("--resume: no checkpoint in '{}' verifies against its digest", dir.string());
+    fail("{}: no checkpoint in '{}' verifies against its digest", option, dir.string());
   }
-  fail("--resume: no checkpoint (ckpt_<step>.h5) found in '{}'", path.string());
+  fail("{}: no checkpoint (ckpt_<step>.h5) found in '{}'", option, path.string());
 }
 
 }  // namespace relpos

@@ -49,6 +49,7 @@ struct RunState {
   std::int64_t lr_halvings = 0;
   std::filesystem::path resumed_from;        // the checkpoint restore_run loaded; empty if none
   std::vector<ConfigChange> config_changes;  // settings that differ from resumed_from's
+  std::filesystem::path initialised_from;    // the checkpoint initialise_from loaded; or empty
 };
 
 // Builds a fresh run state (model initialised from train.seed, then placed on
@@ -58,12 +59,15 @@ RunState build_run(const RunConfig& config);
 // source replaced) and loads its parameters: for eval, sample and inspect. It runs
 // on the CPU whatever train.device the run used, and reads no training stream
 // (train.mem_len 0: `relpos eval --mem-len` gives the memory).
+// `overrides` (key.path=value, as on the train command line) change the saved config; an
+// architecture key among them is a UsageError, and the changes are kept in config_changes.
 RunState load_run_for_inference(const std::filesystem::path& checkpoint,
-                                const std::string& data_source = "");
+                                const std::string& data_source = "",
+                                const std::vector<std::string>& overrides = {});
 // Restores parameters, optimizer state (fresh when the resume changes optim.name, with one
 // line on stderr), data stream and counters from a checkpoint, after checking that it
-// matches the configured architecture (every model.* key but model.dropout and
-// model.attention); records the other changed settings.
+// matches the configured architecture (every model.* key but model.dropout,
+// model.attention and model.position.rope_scaling.*); records the other changed settings.
 void restore_run(RunState& run, const Checkpoint& checkpoint, const std::filesystem::path& source);
 // What a rollback reloads: parameters, optimizer state, data stream, segment and kNN
 // memories, the step counters and lr_halvings of `checkpoint` (one of this run's);
@@ -74,13 +78,19 @@ void restore_training_state(RunState& run, const Checkpoint& checkpoint,
 // Loads a checkpoint to restore into `run`: its saved architecture and declared
 // parameter shapes are checked against run's model before any tensor is allocated.
 Checkpoint load_checkpoint_for(const RunState& run, const std::filesystem::path& path);
+// `relpos train --init-from`: loads only the parameters of a checkpoint whose architecture
+// matches the run's (the rest of its config may differ: records the changes); the run
+// keeps its fresh optimizer, data stream and step 0.
+void initialise_from(RunState& run, const std::filesystem::path& checkpoint);
 Checkpoint snapshot(const RunState& run);
 
 // The model's parameters by name (the tensors themselves, not copies).
 std::map<std::string, Tensor> parameter_map(const TransformerLM& model);
 
-// Resolves --resume PATH: a checkpoint file, or a run directory: its newest checkpoint
-// that verifies against its digest; each newer one skipped is one line on stderr.
-std::filesystem::path resolve_checkpoint(const std::filesystem::path& path);
+// Resolves --resume PATH (or the `option` named): a checkpoint file, or a run directory: its
+// newest checkpoint that verifies against its digest; each newer one skipped is one line on
+// stderr.
+std::filesystem::path resolve_checkpoint(const std::filesystem::path& path,
+                                         const std::string& option = "--resume");
 
 }  // namespace relpos

@@ -63,8 +63,10 @@ std::vector<std::int64_t> generate(TransformerLM& model, const std::vector<std::
   std::vector<std::int64_t> context = prompt, generated;
   DecodeState state;
   const Device device = device_of(model);
-  Tensor logits = o.use_cache ? model.forward(as_batch(prompt, device), state, true)
-                              : model.forward(as_batch(prompt, device));
+  // A rotation that depends on the length (dynamic NTK) leaves nothing to cache.
+  const bool use_cache = o.use_cache && !model.position().rotation_depends_on_length();
+  Tensor logits = use_cache ? model.forward(as_batch(prompt, device), state, true)
+                            : model.forward(as_batch(prompt, device));
   for (std::int64_t n = 0; n < o.tokens; ++n) {
     const std::vector<double> row = last_row(logits);
     require(std::all_of(row.begin(), row.end(), [](double v) { return std::isfinite(v); }),
@@ -76,8 +78,8 @@ std::vector<std::int64_t> generate(TransformerLM& model, const std::vector<std::
     if (on_token) on_token(next);
     context.push_back(next);
     if (n + 1 == o.tokens) break;
-    logits = o.use_cache ? model.forward(as_batch({next}, device), state, true)
-                         : model.forward(as_batch(context, device));
+    logits = use_cache ? model.forward(as_batch({next}, device), state, true)
+                       : model.forward(as_batch(context, device));
   }
   return generated;
 }

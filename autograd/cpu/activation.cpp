@@ -1,21 +1,48 @@
-// The backward of a linear layer's activation on the CPU: grad_z = grad_y * f'(z)
-// and the bias gradient (the column sums of grad_z) in one pass. The columns are
-// split into one block per thread; each column is summed by one thread in row
-// order, as sum_axis does, so the result does not depend on the number of threads.
+// A linear layer's bias and activation on the CPU, one pass each way. Forward: z += bias,
+// y = f(z) and, under bf16, y rounded to bf16 for the next product, row by row (one
+// thread per row). Backward: grad_z = grad_y * f'(z) and the bias gradient (the column
+// sums of grad_z); the columns are split into one block per thread, and each column is
+// summed by one thread in row order, as sum_axis does. Neither result depends on the
+// number of threads.
 #include <omp.h>
 
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
+#include "autograd/cpu/bf16_round.h"
 #include "autograd/cpu/cpu_backend.h"
-#include "autograd/cpu/gelu.h"
+#include "autograd/cpu/cpu_math.h"
 #include "autograd/cpu/parallel.h"
+#include "autograd/kernel_math/gelu.h"
 
 namespace relpos {
 namespace {
 
 constexpr std::int64_t kParallelElements = 16384;
 constexpr std::int64_t kColumnAlign = 16;  // block widths: whole cache lines of f32
+
+// z (rows, n) += bias (n, or null); y = gelu(z); y16 (rows, n, or null) = bf16(y).
+template <class T>
+void bias_gelu_forward(const T* bias, std::int64_t rows, std::int64_t n, T* z, T* y,
+                       std::uint16_t* y16) {
+  cpu::parallel_for(rows, rows * n > kParallelElements, [&](std::int64_t r) {
+    T* zr = z + r * n;
+    T* yr = y + r * n;
+    if (bias) {
+      for (std::int64_t j = 0; j < n; ++j) {
+        const T v = zr[j] + bias[j];
+        zr[j] = v;
+        yr[j] = kernel_math::gelu_tanh<cpu::CpuMath>(v);
+      }
+    } else {
+      for (std::int64_t j = 0; j < n; ++j) yr[j] = kernel_math::gelu_tanh<cpu::CpuMath>(zr[j]);
+    }
+    if constexpr (std::is_same_v<T, float>) {
+      if (y16) cpu::round_row_to_bf16(yr, n, y16 + r * n);
+    }
+  });
+}
 
 template <class T>
 void gelu_backward_with_bias(const T* z, const T* grad_y, std::int64_t rows, std::int64_t n,
@@ -34,7 +61,7 @@ void gelu_backward_with_bias(const T* z, const T* grad_y, std::int64_t rows, std
       T* out = grad_z + r * n + j0;
       T* acc = sum.data();
       for (std::int64_t j = 0; j < j1 - j0; ++j) {
-        const T d = gr[j] * cpu::gelu_tanh_derivative(zr[j]);
+        const T d = gr[j] * kernel_math::gelu_tanh_derivative<cpu::CpuMath>(zr[j]);
         out[j] = d;
         acc[j] += d;
       }
@@ -44,6 +71,20 @@ void gelu_backward_with_bias(const T* z, const T* grad_y, std::int64_t rows, std
 }
 
 }  // namespace
+
+void CpuBackend::activation_forward(UnaryOp op, const Tensor& bias, std::int64_t rows,
+                                    std::int64_t n, const Tensor& z, const Tensor& y,
+                                    std::uint16_t* y_bf16) {
+  if (op != UnaryOp::gelu_tanh || (y_bf16 != nullptr && z.dtype() != DType::f32)) {
+    Backend::activation_forward(op, bias, rows, n, z, y, y_bf16);
+    return;
+  }
+  dispatch_floating(z.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    bias_gelu_forward<T>(bias.defined() ? bias.data<T>() : nullptr, rows, n, z.data<T>(),
+                         y.data<T>(), y_bf16);
+  });
+}
 
 void CpuBackend::activation_backward(UnaryOp op, const Tensor& z, const Tensor& grad_y,
                                      std::int64_t rows, std::int64_t n, const Tensor& grad_z,

@@ -19,6 +19,8 @@ class CpuBackend final : public Backend {
   void unary(UnaryOp op, const Tensor& x, const Tensor& out, double param) override;
   void unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, const Tensor& grad_y,
                       const Tensor& grad_x, double param) override;
+  void activation_forward(UnaryOp op, const Tensor& bias, std::int64_t rows, std::int64_t n,
+                          const Tensor& z, const Tensor& y, std::uint16_t* y_bf16) override;
   void activation_backward(UnaryOp op, const Tensor& z, const Tensor& grad_y, std::int64_t rows,
                            std::int64_t n, const Tensor& grad_z, const Tensor& grad_bias) override;
   void where(const Tensor& mask, const Tensor& a, const Tensor& b, const Tensor& out) override;

@@ -1,92 +1,18 @@
 // Elementwise kernels on the CPU: binary with broadcasting, unary and their
 // derivatives, and where().
-#include <algorithm>
+#include "autograd/kernel_math/elementwise.h"
+
 #include <array>
-#include <cmath>
-#include <type_traits>
 
 #include "autograd/cpu/cpu_backend.h"
-#include "autograd/cpu/gelu.h"
+#include "autograd/cpu/cpu_math.h"
 #include "autograd/cpu/parallel.h"
 #include "autograd/cpu/strided.h"
 
 namespace relpos {
 namespace {
 
-constexpr double kInvSqrt2 = 0.7071067811865476;
-constexpr double kInvSqrt2Pi = 0.3989422804014327;
-
-template <class T>
-T apply_binary(BinaryOp op, T a, T b) {
-  switch (op) {
-    case BinaryOp::add:
-      return a + b;
-    case BinaryOp::sub:
-      return a - b;
-    case BinaryOp::mul:
-      return a * b;
-    default:
-      return a / b;
-  }
-}
-
-template <class T>
-T apply_unary(UnaryOp op, T x, T p) {
-  switch (op) {
-    case UnaryOp::neg:
-      return -x;
-    case UnaryOp::exp:
-      return std::exp(x);
-    case UnaryOp::log:
-      return std::log(x);
-    case UnaryOp::sqrt:
-      return std::sqrt(x);
-    case UnaryOp::tanh:
-      return std::tanh(x);
-    case UnaryOp::relu:
-      return x > T(0) ? x : T(0);
-    case UnaryOp::gelu_tanh:
-      return cpu::gelu_tanh(x);
-    case UnaryOp::gelu_erf:
-      return T(0.5) * x * (T(1) + std::erf(x * T(kInvSqrt2)));
-    case UnaryOp::add_scalar:
-      return x + p;
-    case UnaryOp::mul_scalar:
-      return x * p;
-    default:
-      return std::pow(x, p);
-  }
-}
-
-// d f(x) / dx, given x and y = f(x).
-template <class T>
-T unary_derivative(UnaryOp op, T x, T y, T p) {
-  switch (op) {
-    case UnaryOp::neg:
-      return T(-1);
-    case UnaryOp::exp:
-      return y;
-    case UnaryOp::log:
-      return T(1) / x;
-    case UnaryOp::sqrt:
-      return T(0.5) / y;
-    case UnaryOp::tanh:
-      return T(1) - y * y;
-    case UnaryOp::relu:
-      return x > T(0) ? T(1) : T(0);
-    case UnaryOp::gelu_tanh:
-      return cpu::gelu_tanh_derivative(x);
-    case UnaryOp::gelu_erf:
-      return T(0.5) * (T(1) + std::erf(x * T(kInvSqrt2))) +
-             x * T(kInvSqrt2Pi) * std::exp(T(-0.5) * x * x);
-    case UnaryOp::add_scalar:
-      return T(1);
-    case UnaryOp::mul_scalar:
-      return p;
-    default:
-      return p * std::pow(x, p - T(1));
-  }
-}
+using cpu::CpuMath;
 
 template <class T>
 void binary_typed(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
@@ -114,7 +40,7 @@ void binary_typed(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& o
                          const T* x = pa + off[1];
                          const T* y = pb + off[2];
                          for (std::int64_t i = 0; i < n; ++i)
-                           o[i] = apply_binary(op, x[i * inner[1]], y[i * inner[2]]);
+                           o[i] = kernel_math::binary_value(op, x[i * inner[1]], y[i * inner[2]]);
                        });
 }
 
@@ -132,10 +58,13 @@ void CpuBackend::unary(UnaryOp op, const Tensor& x, const Tensor& out, double pa
     const T p = static_cast<T>(param);
     const std::int64_t n = out.numel();
     if (op == UnaryOp::gelu_tanh) {  // its own loop, which vectorises
-      cpu::parallel_for(n, n > 16384, [&](std::int64_t i) { po[i] = cpu::gelu_tanh(px[i]); });
+      cpu::parallel_for(n, n > 16384,
+                        [&](std::int64_t i) { po[i] = kernel_math::gelu_tanh<CpuMath>(px[i]); });
       return;
     }
-    cpu::parallel_for(n, n > 16384, [&](std::int64_t i) { po[i] = apply_unary(op, px[i], p); });
+    cpu::parallel_for(n, n > 16384, [&](std::int64_t i) {
+      po[i] = kernel_math::unary_value<CpuMath>(op, px[i], p);
+    });
   });
 }
 
@@ -150,12 +79,13 @@ void CpuBackend::unary_backward(UnaryOp op, const Tensor& x, const Tensor& y, co
     const T p = static_cast<T>(param);
     const std::int64_t n = grad_x.numel();
     if (op == UnaryOp::gelu_tanh) {  // its own loop, which vectorises
-      cpu::parallel_for(n, n > 16384,
-                        [&](std::int64_t i) { out[i] = pg[i] * cpu::gelu_tanh_derivative(px[i]); });
+      cpu::parallel_for(n, n > 16384, [&](std::int64_t i) {
+        out[i] = pg[i] * kernel_math::gelu_tanh_derivative<CpuMath>(px[i]);
+      });
       return;
     }
     cpu::parallel_for(n, n > 16384, [&](std::int64_t i) {
-      out[i] = pg[i] * unary_derivative(op, px[i], py[i], p);
+      out[i] = pg[i] * kernel_math::unary_derivative<CpuMath>(op, px[i], py[i], p);
     });
   });
 }

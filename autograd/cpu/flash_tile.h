@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "autograd/backend.h"
+#include "autograd/cpu/bf16_gemm_rows.h"
 #include "autograd/cpu/blas_call.h"
-#include "autograd/cpu/clipped_ranges.h"
-#include "autograd/cpu/flash_bf16.h"
+#include "autograd/kernel_math/relative_geometry.h"
 
 namespace relpos::cpu {
 
@@ -60,14 +60,16 @@ struct FlashGeometry {
 
   // Whether the (batch, head) tasks are big enough to pay for starting threads.
   bool worth_threads() const { return batch * heads * q_len * k_len * dim > (1 << 18); }
-  std::int64_t qpos(std::int64_t i) const { return k_len - q_len + i; }
+  std::int64_t qpos(std::int64_t i) const { return kernel_math::query_position(i, q_len, k_len); }
   // Keys key_begin(i) <= j < key_end(i) are visible to query i; both never decrease with i.
   std::int64_t key_begin(std::int64_t i) const { return chunk.key_begin(qpos(i)); }
   std::int64_t key_end(std::int64_t i) const {
     return std::min({causal ? qpos(i) + 1 : k_len, chunk.key_end(qpos(i)), k_len});
   }
   // Index of key j in a vector over relative distances, for query i.
-  std::int64_t distance_index(std::int64_t i, std::int64_t j) const { return j + q_len - 1 - i; }
+  std::int64_t distance_index(std::int64_t i, std::int64_t j) const {
+    return j + kernel_math::distance_offset(i, q_len);
+  }
 };
 
 // One block: queries [i0, i0 + rows) against keys [j0, j0 + cols).
@@ -96,7 +98,7 @@ struct FlashBlock {
 template <class Body>
 void for_clipped_ranges(const FlashGeometry& g, std::int64_t i, std::int64_t j0, std::int64_t n,
                         Body&& body) {
-  const ClippedRanges cr = clipped_ranges(g.qpos(i), g.clip, g.k_len);
+  const kernel_math::ClippedRanges cr = kernel_math::clipped_ranges(g.qpos(i), g.clip, g.k_len);
   const std::int64_t end = j0 + n;
   const std::int64_t left_end = std::clamp(cr.left_end, j0, end);
   const std::int64_t band_end = std::clamp(cr.band_end, left_end, end);
@@ -106,7 +108,7 @@ void for_clipped_ranges(const FlashGeometry& g, std::int64_t i, std::int64_t j0,
 }
 
 // A content product of a block (q·kᵀ, p·v and the backward's products of those):
-// gemm_rows, or its bf16 form (autograd/cpu/flash_bf16.h) for f32 under Precision::bf16.
+// gemm_rows, or its bf16 form (autograd/cpu/bf16_gemm_rows.h) for f32 under Precision::bf16.
 template <class T>
 void content_gemm(Precision precision, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n,
                   std::int64_t k, T alpha, const T* a, std::int64_t lda, const T* b,

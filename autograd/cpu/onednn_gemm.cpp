@@ -4,8 +4,6 @@
 #include "autograd/error.h"
 
 #if RELPOS_HAVE_ONEDNN
-#include <immintrin.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <dnnl.hpp>
@@ -67,26 +65,12 @@ Stored packed(const Stored& s) {
   return {s.rows, s.cols, s.cols, s.stride == 0 ? 0 : s.rows * s.cols};
 }
 
-// One row of n values; vcvtneps2bf16 where the compiler targets AVX-512-BF16: 16 values
-// at a time, rounded like to_bf16 except that f32 subnormals (below 2^-126) become zero.
-void round_row(const float* in, std::int64_t n, std::uint16_t* out) {
-  std::int64_t c = 0;
-#if defined(__AVX512BF16__)
-  for (; c + 16 <= n; c += 16) {
-    const __m256bh packed = _mm512_cvtneps_pbh(_mm512_loadu_ps(in + c));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + c),
-                        reinterpret_cast<const __m256i&>(packed));
-  }
-#endif
-  for (; c < n; ++c) out[c] = to_bf16(in[c]);
-}
-
 void round_to_bf16(const float* src, const Stored& s, std::int64_t batch, std::uint16_t* dst) {
   const std::int64_t matrices = s.stride == 0 ? 1 : batch;
   const std::int64_t rows = matrices * s.rows, cols = s.cols;
 #pragma omp parallel for schedule(static)
   for (std::int64_t r = 0; r < rows; ++r)
-    round_row(src + (r / s.rows) * s.stride + (r % s.rows) * s.ld, cols, dst + r * cols);
+    round_row_to_bf16(src + (r / s.rows) * s.stride + (r % s.rows) * s.ld, cols, dst + r * cols);
 }
 
 // Everything a primitive depends on.

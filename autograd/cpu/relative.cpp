@@ -6,9 +6,9 @@
 #include <numeric>
 #include <vector>
 
-#include "autograd/cpu/clipped_ranges.h"
 #include "autograd/cpu/cpu_backend.h"
 #include "autograd/cpu/parallel.h"
+#include "autograd/kernel_math/relative_geometry.h"
 
 namespace relpos {
 namespace {
@@ -18,27 +18,27 @@ void gather_typed(RelativeGather kind, const T* src, T* out, const RelativeShape
   const std::int64_t lq = s.q_len, lk = s.k_len, k = s.clip;
   const std::int64_t n_dist = lq + lk - 1, width = 2 * k + 1;
   cpu::parallel_for(s.rows, s.rows * lk > 32768, [&](std::int64_t r) {
-    const std::int64_t i = r % lq;
-    const std::int64_t offset = lq - 1 - i;  // distance index of key 0
+    const kernel_math::RelativeRow row = kernel_math::relative_row(r, lq, lk, 1, false);
+    const std::int64_t offset = row.offset;  // distance index of key 0
     T* o = out + r * lk;
     switch (kind) {
       case RelativeGather::distance: {
-        const T* row = src + (r / lq) * n_dist + offset;  // (H, Lq+Lk-1) source
-        std::copy(row, row + lk, o);
+        const T* dist = src + (r / lq) * n_dist + offset;  // (H, Lq+Lk-1) source
+        std::copy(dist, dist + lk, o);
         break;
       }
       case RelativeGather::clipped: {
-        const T* row = src + r * width;  // (rows, 2k+1)
-        const cpu::ClippedRanges c = cpu::clipped_ranges(lk - lq + i, k, lk);
-        std::fill(o, o + c.left_end, row[0]);
-        for (std::int64_t j = c.left_end; j < c.band_end; ++j) o[j] = row[j + c.band_offset];
-        std::fill(o + c.band_end, o + lk, row[2 * k]);
+        const T* bins = src + r * width;  // (rows, 2k+1)
+        const kernel_math::ClippedRanges c = kernel_math::clipped_ranges(row.qpos, k, lk);
+        std::fill(o, o + c.left_end, bins[0]);
+        for (std::int64_t j = c.left_end; j < c.band_end; ++j) o[j] = bins[j + c.band_offset];
+        std::fill(o + c.band_end, o + lk, bins[2 * k]);
         break;
       }
       case RelativeGather::shifted: {
-        const T* row = src + r * lk;  // (rows, Lk)
+        const T* raw = src + r * lk;  // (rows, Lk)
         const std::int64_t valid = std::min(lk, lk - offset);
-        std::copy(row + offset, row + offset + valid, o);
+        std::copy(raw + offset, raw + offset + valid, o);
         std::fill(o + valid, o + lk, T(0));
         break;
       }
@@ -58,7 +58,7 @@ void scatter_typed(RelativeGather kind, const T* grad, T* out, const RelativeSha
       std::vector<double> acc(static_cast<std::size_t>(n_dist), 0.0);
       for (std::int64_t i = 0; i < lq; ++i) {
         const T* g = grad + (h * lq + i) * lk;
-        double* a = acc.data() + (lq - 1 - i);
+        double* a = acc.data() + kernel_math::distance_offset(i, lq);
         for (std::int64_t j = 0; j < lk; ++j) a[j] += g[j];
       }
       for (std::int64_t n = 0; n < n_dist; ++n) out[h * n_dist + n] = static_cast<T>(acc[n]);
@@ -66,18 +66,18 @@ void scatter_typed(RelativeGather kind, const T* grad, T* out, const RelativeSha
     return;
   }
   cpu::parallel_for(s.rows, s.rows * lk > 32768, [&](std::int64_t r) {
-    const std::int64_t i = r % lq;
+    const kernel_math::RelativeRow row = kernel_math::relative_row(r, lq, lk, 1, false);
     const T* g = grad + r * lk;
     if (kind == RelativeGather::clipped) {
       T* o = out + r * width;
-      const cpu::ClippedRanges c = cpu::clipped_ranges(lk - lq + i, k, lk);
+      const kernel_math::ClippedRanges c = kernel_math::clipped_ranges(row.qpos, k, lk);
       std::fill(o, o + width, T(0));
       o[0] = std::accumulate(g, g + c.left_end, T(0));
       for (std::int64_t j = c.left_end; j < c.band_end; ++j) o[j + c.band_offset] += g[j];
       o[2 * k] += std::accumulate(g + c.band_end, g + lk, T(0));
     } else {
       T* o = out + r * lk;
-      const std::int64_t offset = lq - 1 - i;
+      const std::int64_t offset = row.offset;
       std::fill(o, o + std::min(offset, lk), T(0));
       for (std::int64_t c = offset; c < lk; ++c) o[c] = g[c - offset];
     }

@@ -7,26 +7,18 @@
 #include <type_traits>
 #include <vector>
 
-#include "autograd/cpu/clipped_ranges.h"
 #include "autograd/cpu/cpu_backend.h"
 #include "autograd/cpu/parallel.h"
+#include "autograd/kernel_math/relative_geometry.h"
 
 namespace relpos {
 namespace {
 
-struct RowGeometry {
-  std::int64_t i, head, offset, limit;  // limit: keys j < limit are visible
-};
-
-RowGeometry row_geometry(const RelativeSoftmaxArgs& a, std::int64_t r) {
-  const RelativeShape& s = a.shape;
-  RowGeometry g;
-  g.i = r % s.q_len;
-  g.head = (r / s.q_len) % a.heads;
-  g.offset = s.q_len - 1 - g.i;
-  const std::int64_t qpos = s.k_len - s.q_len + g.i;
-  g.limit = a.causal || a.shifted.defined() ? qpos + 1 : s.k_len;
-  return g;
+// Row r's geometry (kernel_math/relative_geometry.h): keys after the query are hidden
+// under a causal mask and for Transformer-XL's shifted term.
+kernel_math::RelativeRow row_geometry(const RelativeSoftmaxArgs& a, std::int64_t r) {
+  return kernel_math::relative_row(r, a.shape.q_len, a.shape.k_len, a.heads,
+                                   a.causal || a.shifted.defined());
 }
 
 template <class T>
@@ -45,7 +37,7 @@ void forward_typed(const RelativeSoftmaxArgs& a, const Tensor& probs) {
   T* out = probs.data<T>();
   const T scale = static_cast<T>(a.scale), term_scale = static_cast<T>(a.term_scale);
   cpu::parallel_for(s.rows, s.rows * lk > 16384, [&](std::int64_t r) {
-    const RowGeometry g = row_geometry(a, r);
+    const kernel_math::RelativeRow g = row_geometry(a, r);
     const T* sr = scores + r * lk;
     T* p = out + r * lk;
     for (std::int64_t j = 0; j < g.limit; ++j) p[j] = scale * sr[j];
@@ -55,7 +47,7 @@ void forward_typed(const RelativeSoftmaxArgs& a, const Tensor& probs) {
     }
     if (clipped) {
       const T* c = clipped + r * width;
-      const cpu::ClippedRanges cr = cpu::clipped_ranges(lk - s.q_len + g.i, k, g.limit);
+      const kernel_math::ClippedRanges cr = kernel_math::clipped_ranges(g.qpos, k, g.limit);
       const T left = term_scale * c[0], right = term_scale * c[2 * k];
       for (std::int64_t j = 0; j < cr.left_end; ++j) p[j] += left;
       for (std::int64_t j = cr.left_end; j < cr.band_end; ++j)
@@ -102,7 +94,7 @@ void backward_typed(const RelativeSoftmaxArgs& a, const Tensor& probs, const Ten
   // Pass 1, per row: dLogits = p * (dp - <p, dp>), stored unscaled when the bias
   // gradient still has to be reduced from it.
   cpu::parallel_for(s.rows, s.rows * lk > 16384, [&](std::int64_t r) {
-    const RowGeometry g = row_geometry(a, r);
+    const kernel_math::RelativeRow g = row_geometry(a, r);
     const T* p = p_all + r * lk;
     const T* gp = gp_all + r * lk;
     T* d = d_scores + r * lk;
@@ -112,7 +104,7 @@ void backward_typed(const RelativeSoftmaxArgs& a, const Tensor& probs, const Ten
     std::fill(d + g.limit, d + lk, T(0));
     if (d_clipped) {
       T* c = d_clipped + r * width;
-      const cpu::ClippedRanges cr = cpu::clipped_ranges(lk - s.q_len + g.i, k, g.limit);
+      const kernel_math::ClippedRanges cr = kernel_math::clipped_ranges(g.qpos, k, g.limit);
       std::fill(c, c + width, T(0));
       c[0] = term_scale * std::accumulate(d, d + cr.left_end, T(0));
       for (std::int64_t j = cr.left_end; j < cr.band_end; ++j)

@@ -7,7 +7,7 @@
 #include "autograd/cuda/check.h"
 #include "autograd/cuda/cuda_backend.h"
 #include "autograd/cuda/launch.cuh"
-#include "autograd/cuda/relative.cuh"
+#include "autograd/kernel_math/relative_geometry.h"
 
 namespace relpos {
 namespace {
@@ -19,14 +19,15 @@ __global__ void gather_kernel(RelativeGather kind, const T* src, T* out, Relativ
   const std::int64_t lq = s.q_len, lk = s.k_len, k = s.clip;
   const std::int64_t n_dist = lq + lk - 1, width = 2 * k + 1;
   for (std::int64_t e = cuda::thread_index(); e < s.rows * lk; e += cuda::thread_count()) {
-    const std::int64_t r = e / lk, j = e % lk, i = r % lq;
-    const std::int64_t offset = lq - 1 - i;
+    const std::int64_t r = e / lk, j = e % lk;
+    const kernel_math::RelativeRow row = kernel_math::relative_row(r, lq, lk, 1, false);
+    const std::int64_t offset = row.offset;
     switch (kind) {
       case RelativeGather::distance:
         out[e] = src[(r / lq) * n_dist + offset + j];
         break;
       case RelativeGather::clipped:
-        out[e] = src[r * width + cuda::clipped_bin(j, lk - lq + i, k)];
+        out[e] = src[r * width + kernel_math::clipped_bin(j, row.qpos, k)];
         break;
       default:
         out[e] = j < lk - offset ? src[r * lk + offset + j] : T(0);
@@ -44,7 +45,7 @@ __global__ void scatter_distance_kernel(const T* grad, T* out, RelativeShape s) 
     const std::int64_t h = e / n_dist, n = e % n_dist;
     double acc = 0.0;
     for (std::int64_t i = 0; i < lq; ++i) {
-      const std::int64_t j = n - (lq - 1 - i);
+      const std::int64_t j = n - kernel_math::distance_offset(i, lq);
       if (j >= 0 && j < lk) acc += grad[(h * lq + i) * lk + j];
     }
     out[e] = static_cast<T>(acc);
@@ -57,7 +58,8 @@ __global__ void scatter_clipped_kernel(const T* grad, T* out, RelativeShape s) {
   const std::int64_t lq = s.q_len, lk = s.k_len, k = s.clip, width = 2 * k + 1;
   for (std::int64_t e = cuda::thread_index(); e < s.rows * width; e += cuda::thread_count()) {
     const std::int64_t r = e / width, c = e % width;
-    const cuda::KeyRange keys = cuda::keys_of_bin(c, lk - lq + r % lq, k, lk);
+    const kernel_math::KeyRange keys =
+        kernel_math::keys_of_bin(c, kernel_math::query_position(r % lq, lq, lk), k, lk);
     T acc = T(0);
     for (std::int64_t j = keys.first; j <= keys.last; ++j) acc += grad[r * lk + j];
     out[e] = acc;
@@ -69,7 +71,8 @@ template <class T>
 __global__ void scatter_shifted_kernel(const T* grad, T* out, RelativeShape s) {
   const std::int64_t lq = s.q_len, lk = s.k_len;
   for (std::int64_t e = cuda::thread_index(); e < s.rows * lk; e += cuda::thread_count()) {
-    const std::int64_t r = e / lk, c = e % lk, offset = lq - 1 - r % lq;
+    const std::int64_t r = e / lk, c = e % lk;
+    const std::int64_t offset = kernel_math::distance_offset(r % lq, lq);
     out[e] = c < offset ? T(0) : grad[r * lk + c - offset];
   }
 }

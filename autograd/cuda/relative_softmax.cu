@@ -11,8 +11,8 @@
 #include "autograd/cuda/check.h"
 #include "autograd/cuda/cuda_backend.h"
 #include "autograd/cuda/launch.cuh"
-#include "autograd/cuda/relative.cuh"
 #include "autograd/cuda/warp.cuh"
+#include "autograd/kernel_math/relative_geometry.h"
 
 namespace relpos {
 namespace {
@@ -30,20 +30,11 @@ struct Terms {
   bool causal;
 };
 
-struct Row {
-  std::int64_t i, head, offset, qpos, limit;  // keys j < limit are visible
-};
-
+// Row r's geometry (kernel_math/relative_geometry.h): keys after the query are hidden
+// under a causal mask and for Transformer-XL's shifted term.
 template <class T>
-__device__ Row row_of(const Terms<T>& t, std::int64_t r) {
-  const RelativeShape& s = t.shape;
-  Row g;
-  g.i = r % s.q_len;
-  g.head = (r / s.q_len) % t.heads;
-  g.offset = s.q_len - 1 - g.i;
-  g.qpos = s.k_len - s.q_len + g.i;
-  g.limit = t.causal || t.shifted ? g.qpos + 1 : s.k_len;
-  return g;
+__device__ kernel_math::RelativeRow row_of(const Terms<T>& t, std::int64_t r) {
+  return kernel_math::relative_row(r, t.shape.q_len, t.shape.k_len, t.heads, t.causal || t.shifted);
 }
 
 template <class T>
@@ -62,13 +53,14 @@ __global__ void relative_softmax_kernel(Terms<T> t, T* probs) {
   const RelativeShape& s = t.shape;
   const std::int64_t lk = s.k_len, k = s.clip, width = 2 * k + 1, n_dist = s.q_len + lk - 1;
   for (std::int64_t r = cuda::warp_row_index(); r < s.rows; r += cuda::warp_row_count()) {
-    const Row g = row_of(t, r);
+    const kernel_math::RelativeRow g = row_of(t, r);
     T* p = probs + r * lk;  // (Lk); each lane reuses only the elements it wrote
     T max = T(-INFINITY);
     for (std::int64_t j = cuda::lane_index(); j < g.limit; j += cuda::kWarp) {
       T v = t.scale * t.scores[r * lk + j];
       if (t.bias) v += t.bias[g.head * n_dist + g.offset + j];
-      if (t.clipped) v += t.term_scale * t.clipped[r * width + cuda::clipped_bin(j, g.qpos, k)];
+      if (t.clipped)
+        v += t.term_scale * t.clipped[r * width + kernel_math::clipped_bin(j, g.qpos, k)];
       if (t.shifted) v += t.term_scale * t.shifted[r * lk + g.offset + j];
       p[j] = v;
       max = v > max ? v : max;
@@ -97,7 +89,7 @@ __global__ void relative_softmax_backward_kernel(Terms<T> t, const T* probs, con
   const RelativeShape& s = t.shape;
   const std::int64_t lk = s.k_len, k = s.clip, width = 2 * k + 1;
   for (std::int64_t r = cuda::warp_row_index(); r < s.rows; r += cuda::warp_row_count()) {
-    const Row g = row_of(t, r);
+    const kernel_math::RelativeRow g = row_of(t, r);
     const T* p = probs + r * lk;
     const T* gp = grad_probs + r * lk;
     T dot = T(0);
@@ -110,7 +102,7 @@ __global__ void relative_softmax_backward_kernel(Terms<T> t, const T* probs, con
     }
     if (d_clipped) {
       for (std::int64_t c = cuda::lane_index(); c < width; c += cuda::kWarp) {
-        const cuda::KeyRange keys = cuda::keys_of_bin(c, g.qpos, k, g.limit);
+        const kernel_math::KeyRange keys = kernel_math::keys_of_bin(c, g.qpos, k, g.limit);
         T acc = T(0);
         for (std::int64_t j = keys.first; j <= keys.last; ++j) acc += t.term_scale * dlogit(j);
         d_clipped[r * width + c] = acc;
@@ -137,7 +129,7 @@ __global__ void distance_bias_grad_kernel(const T* d_scores, RelativeShape s, st
     double acc = 0.0;
     for (std::int64_t b = 0; b < batch; ++b) {
       for (std::int64_t i = 0; i < lq; ++i) {
-        const std::int64_t j = n - (lq - 1 - i);
+        const std::int64_t j = n - kernel_math::distance_offset(i, lq);
         if (j >= 0 && j < lk) acc += d_scores[((b * heads + h) * lq + i) * lk + j];
       }
     }

@@ -1,5 +1,7 @@
 #include "autograd/ops/linear.h"
 
+#include <memory>
+
 #include "autograd/backend.h"
 #include "autograd/ops/bf16_input.h"
 #include "autograd/ops/check.h"
@@ -75,7 +77,11 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activat
   const Tensor w = weight.contiguous().detach();               // (out, in)
   Tensor z = Tensor::empty(out_shape, x.dtype(), x.device());  // (rows, out): x Wᵀ + b
   Backend& backend = backend_of(z);
-  if (bias.defined() && z.numel() > 0) backend.copy(z, broadcast_view(bias, out_shape));
+  const bool activated = activation != Activation::none;
+  // Without an activation the product adds itself to the bias (one pass fewer); with one,
+  // the activation's pass adds the bias (Backend::activation_forward).
+  const bool bias_in_product = bias.defined() && !activated;
+  if (bias_in_product && z.numel() > 0) backend.copy(z, broadcast_view(bias, out_shape));
   const bool record = Tape::should_record({&x, &weight, &bias});
   // bf16 on the CPU: dW's product reads x as this product rounds it, kept in bf16
   // (autograd/ops/bf16_input.h) instead of x in f32, unless an earlier op keeps x in f32
@@ -88,19 +94,29 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activat
   auto* const x16_bits = x16.bits ? static_cast<std::uint16_t*>(x16.bits->data()) : nullptr;
   const Operand x_operand =
       x16.rounded ? Operand{x16_bits, false, true} : Operand{xc.raw_data(), false};
-  gemm_into(z, bias.defined(), x_operand, {w.raw_data(), true}, rows, out, in, precision,
+  gemm_into(z, bias_in_product, x_operand, {w.raw_data(), true}, rows, out, in, precision,
             x16.rounded ? nullptr : x16_bits);
   const UnaryOp op = UnaryOp::gelu_tanh;  // the only activation besides none
   Tensor y = z;                           // (rows, out): f(z)
-  if (activation != Activation::none) {
+  std::shared_ptr<Storage> y16;           // y rounded to bf16 (rows, out), for the next product
+  if (activated) {
     y = Tensor::empty(out_shape, x.dtype(), x.device());
-    if (y.numel() > 0) backend.unary(op, z, y, 0.0);
+    // bf16 on the CPU: the activation's pass also writes y rounded to bf16 and hands it to
+    // the next linear layer through bf16_input (which finds it there), so that layer's
+    // product does not read y again to round it. Kept alive by this op's backward (the next
+    // layer's backward keeps the same copy).
+    if (record && precision == Precision::bf16 && y.dtype() == DType::f32 &&
+        y.device() == Device::cpu && y.numel() > 0)
+      y16 = bf16_input(y).bits;
+    if (y.numel() > 0)
+      backend.activation_forward(op, bias.defined() ? bias.contiguous().detach() : Tensor(), rows,
+                                 out, z, y,
+                                 y16 ? static_cast<std::uint16_t*>(y16->data()) : nullptr);
   }
 
   if (record) {
     const bool need_x = x.requires_grad(), need_w = weight.requires_grad();
     const bool need_b = bias.defined() && bias.requires_grad();
-    const bool activated = activation != Activation::none;
     // The backward keeps only what it reads: x for dW (or its bf16 copy), W for dx, z for
     // f'. Without an activation z is the output, which must not be kept alive.
     const Tensor saved_x = need_w && !keep_bf16 ? xc : Tensor();
@@ -113,7 +129,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activat
     const Shape x_shape = x.shape();
     Tape::current().record(
         activated ? "linear_gelu_tanh" : "linear", {x, weight, bias}, y,
-        [=](const Tensor& grad) {
+        [=, kept_y16 = y16](const Tensor& grad) {
+          (void)kept_y16;                       // held, not read: the next layer's product reads it
           const Tensor gy = grad.contiguous();  // (rows, out)
           Backend& be = backend_of(gy);
           Tensor gz = gy;  // (rows, out): d(loss)/dz
@@ -124,17 +141,29 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activat
           } else if (need_b) {
             be.sum_axis(gy, 1, rows, out, gb);
           }
+          // bf16 on the CPU with both products: dx's product rounds dz into gz16 and dW's
+          // reads it there, so dz is rounded once (the bits of rounding it in each product).
+          const bool share_gz16 = need_x && need_w && precision == Precision::bf16 &&
+                                  gz.dtype() == DType::f32 && gz.device() == Device::cpu &&
+                                  rows > 0 && in > 0 && out > 0;
+          const auto gz16 =
+              share_gz16
+                  ? std::make_shared<Storage>(
+                        static_cast<std::size_t>(rows * out) * sizeof(std::uint16_t), Device::cpu)
+                  : nullptr;
+          auto* const gz16_bits = gz16 ? static_cast<std::uint16_t*>(gz16->data()) : nullptr;
           Tensor gx, gw;
           if (need_x) {  // dx = dz W: (rows, out) @ (out, in)
             gx = Tensor::empty(x_shape, gy.dtype(), gy.device());
             gemm_into(gx, false, {gz.raw_data(), false}, {saved_w.raw_data(), false}, rows, in, out,
-                      precision);
+                      precision, gz16_bits);
           }
           if (need_w) {  // dW = dzᵀ x: (out, rows) @ (rows, in)
             gw = Tensor::empty({out, in}, gy.dtype(), gy.device());
             const Operand x_saved = kept_x16 ? Operand{kept_x16->data(), false, true}
                                              : Operand{saved_x.raw_data(), false};
-            gemm_into(gw, false, {gz.raw_data(), true}, x_saved, out, in, rows, precision);
+            const Operand dz = gz16 ? Operand{gz16_bits, true, true} : Operand{gz.raw_data(), true};
+            gemm_into(gw, false, dz, x_saved, out, in, rows, precision);
           }
           return std::vector<Tensor>{gx, gw, gb};
         },

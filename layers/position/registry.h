@@ -23,6 +23,8 @@ struct SchemeKey {
   // When set, the value used where no config layer sets the key, derived from the model
   // (T5's bucket kind follows model.causal).
   std::function<OptionValue(const ModelDims&)> unset_default{};
+  // The allowed values of a string key (e.g. rope_scaling.kind); empty for other keys.
+  std::vector<std::string> choices{};
 };
 
 // What a scheme's validation may look at beyond its own keys.

@@ -15,7 +15,7 @@
 namespace relpos {
 
 // The value of one scheme key (model.position.<key>).
-using OptionValue = std::variant<bool, std::int64_t, double>;
+using OptionValue = std::variant<bool, std::int64_t, double, std::string>;
 
 // model.position: the scheme's name and the value of every registered scheme key.
 class PositionConfig {
@@ -51,6 +51,11 @@ class PositionScheme : public Module {
   virtual Tensor embed(const Tensor& x, std::int64_t /*start*/) const { return x; }
   // x (B, H, L, D) at positions start.. -> rotated (RoPE).
   virtual Tensor rotate(const Tensor& x, std::int64_t /*start*/) const { return x; }
+  // True when rotate() also depends on the sequence length start + L (RoPE's dynamic NTK
+  // scaling): every position's hidden state then changes as the sequence grows, so a KV
+  // cache or segment memory from a shorter sequence is never reusable (TransformerLM
+  // refuses them; decoding recomputes the whole sequence).
+  virtual bool rotation_depends_on_length() const { return false; }
   // The relative terms of attention layer `layer` for q_len queries against k_len keys.
   virtual PositionTerms terms(std::int64_t /*layer*/, std::int64_t /*q_len*/,
                               std::int64_t /*k_len*/) const {

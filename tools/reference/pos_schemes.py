@@ -286,29 +286,77 @@ def attn_kerple(q, k, v, log_r1, log_r2, causal):
 # 6. RoPE (rotate-half)
 # ---------------------------------------------------------------------------
 
-def rope_cos_sin(positions, D, base=10000.0):
-    inv = inv_freq_list(D, base)
+def rope_scaled_frequencies(D, base, scaling=None, length=0):
+    """(inv_freq list, magnitude on cos and sin) of RoPE under a context extension.
+
+    scaling: None or a dict with kind (none, linear, ntk, dynamic_ntk, yarn), factor s,
+    original_len L0 and, for yarn, beta_fast and beta_slow (rotations over L0).
+    length: the sequence length n that dynamic_ntk scales from.
+    - linear (Position Interpolation): every frequency divided by s.
+    - ntk: the base raised to base * s^(D/(D-2)).
+    - dynamic_ntk: ntk with s' = s*n/L0 - (s-1) when n > L0, else unscaled.
+    - yarn: pair m extrapolated (kept) while it turns more than beta_fast times over
+      L0, interpolated (divided by s) once it turns fewer than beta_slow times, in
+      between a linear ramp over the pair index from floor(m_fast) to ceil(m_slow),
+      where m_r solves L0 / (2 pi / theta_m) = r for m; cos and sin times 0.1 ln s + 1.
+    """
+    kind = "none" if scaling is None else scaling["kind"]
+    s = 1.0 if scaling is None else float(scaling["factor"])
+    if kind == "ntk":
+        return inv_freq_list(D, base * s ** (D / (D - 2))), 1.0
+    if kind == "dynamic_ntk":
+        L0 = scaling["original_len"]
+        if length > L0:
+            s_dyn = s * length / L0 - (s - 1)
+            return inv_freq_list(D, base * s_dyn ** (D / (D - 2))), 1.0
+        return inv_freq_list(D, base), 1.0
+    theta = inv_freq_list(D, base)
+    if kind == "linear":
+        return [t / s for t in theta], 1.0
+    if kind == "yarn":
+        L0 = scaling["original_len"]
+
+        def index_turning(r):
+            # theta_m = base^(-2m/D); L0 * theta_m / (2 pi) = r  <=>  m = D ln(L0/(2 pi r)) / (2 ln base)
+            return D * math.log(L0 / (2 * math.pi * r)) / (2 * math.log(base))
+
+        lo = max(math.floor(index_turning(scaling.get("beta_fast", 32.0))), 0)
+        hi = min(math.ceil(index_turning(scaling.get("beta_slow", 1.0))), D - 1)
+        if hi == lo:
+            hi += 0.001
+        out = []
+        for m, t in enumerate(theta):
+            gamma = min(max((m - lo) / (hi - lo), 0.0), 1.0)  # 0: kept, 1: interpolated
+            out.append((1 - gamma) * t + gamma * t / s)
+        return out, (0.1 * math.log(s) + 1.0 if s > 1 else 1.0)
+    assert kind == "none", kind
+    return theta, 1.0
+
+
+def rope_cos_sin(positions, D, base=10000.0, scaling=None, length=0):
+    inv, magnitude = rope_scaled_frequencies(D, base, scaling, length)
     cos_rows, sin_rows = [], []
     for p in positions:
         angles = [int(p) * f for f in inv]
-        cos_rows.append([math.cos(a) for a in angles])
-        sin_rows.append([math.sin(a) for a in angles])
+        cos_rows.append([magnitude * math.cos(a) for a in angles])
+        sin_rows.append([magnitude * math.sin(a) for a in angles])
     L = len(positions)
     return (torch.tensor(cos_rows, dtype=DTYPE).reshape(L, D // 2),
             torch.tensor(sin_rows, dtype=DTYPE).reshape(L, D // 2))
 
 
-def rope_rotate(x, positions, base=10000.0):
+def rope_rotate(x, positions, base=10000.0, scaling=None, length=0):
     """x: (..., L, D). Pairs (m, m + D/2) rotated by angle positions[l] * inv_freq[m]."""
     D = x.shape[-1]
     half = D // 2
-    cos, sin = rope_cos_sin(positions, D, base)
+    cos, sin = rope_cos_sin(positions, D, base, scaling, length)
     x1, x2 = x[..., :half], x[..., half:]
     return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
 
 
-def attn_rope(q, k, v, causal, base=10000.0):
+def attn_rope(q, k, v, causal, base=10000.0, scaling=None):
+    """scaling: see rope_scaled_frequencies; the sequence length is Lk."""
     Lq, Lk = q.shape[2], k.shape[2]
-    qr = rope_rotate(q, query_positions(Lq, Lk).tolist(), base)
-    kr = rope_rotate(k, key_positions(Lk).tolist(), base)
+    qr = rope_rotate(q, query_positions(Lq, Lk).tolist(), base, scaling, Lk)
+    kr = rope_rotate(k, key_positions(Lk).tolist(), base, scaling, Lk)
     return attn_none(qr, kr, v, causal)

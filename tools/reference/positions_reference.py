@@ -72,11 +72,18 @@ def forward(scheme, cfg, q, k, v, params):
     if scheme == "alibi":
         return ps.attn_alibi(q, k, v, causal)
     if scheme == "rope":
-        return ps.attn_rope(q, k, v, causal, cfg["base"])
+        return ps.attn_rope(q, k, v, causal, cfg["base"], rope_scaling(cfg))
     if scheme == "kerple":
         return ps.attn_kerple(q, k, v, params["layers.0.log_r1"], params["layers.0.log_r2"],
                               causal)
     raise ValueError("unknown scheme %r" % scheme)
+
+
+def rope_scaling(cfg):
+    """The context extension of a rope case (None when it has none)."""
+    if cfg.get("scaling", "none") == "none":
+        return None
+    return {"kind": cfg["scaling"], "factor": cfg["factor"], "original_len": cfg["original_len"]}
 
 
 def aux_tensors(scheme, cfg, q, k):
@@ -92,8 +99,11 @@ def aux_tensors(scheme, cfg, q, k):
     if scheme == "alibi":
         return {"alibi_slopes": torch.tensor(ps.alibi_slopes(cfg["H"]), dtype=DT)}
     if scheme == "rope":
-        return {"q_rot": ps.rope_rotate(q, ps.query_positions(Lq, Lk).tolist(), cfg["base"]),
-                "k_rot": ps.rope_rotate(k, ps.key_positions(Lk).tolist(), cfg["base"])}
+        scaling = rope_scaling(cfg)
+        return {"q_rot": ps.rope_rotate(q, ps.query_positions(Lq, Lk).tolist(), cfg["base"],
+                                        scaling, Lk),
+                "k_rot": ps.rope_rotate(k, ps.key_positions(Lk).tolist(), cfg["base"],
+                                        scaling, Lk)}
     return {}
 
 
@@ -120,6 +130,11 @@ def _shaw(name, Lq, Lk, D, causal, max_rel=3, per_head=False, keys=True, values=
 def _xl(name, Lq, Lk, D, d_model=None, clamp_len=0, H=3):
     return _case("xl", name, Lq, Lk, D, True, H=H,
                  d_model=H * D if d_model is None else d_model, clamp_len=clamp_len)
+
+
+def _rope_scaled(name, Lq, Lk, D, causal, kind, factor, original_len, base=10000.0):
+    return _case("rope", name, Lq, Lk, D, causal, base=base, scaling=kind, factor=factor,
+                 original_len=original_len)
 
 
 CASES = [
@@ -161,6 +176,13 @@ CASES = [
     _case("rope", "rope_bidir", 12, 12, 8, False, base=10000.0),
     _case("rope", "rope_causal_mem", 5, 13, 8, True, base=10000.0),
     _case("rope", "rope_bidir_d4", 16, 16, 4, False, base=10000.0),
+    _rope_scaled("rope_linear_causal", 12, 12, 8, True, "linear", 3.0, 4),
+    _rope_scaled("rope_ntk_causal_mem", 5, 13, 8, True, "ntk", 3.0, 4),
+    _rope_scaled("rope_dynamic_ntk_causal", 12, 12, 8, True, "dynamic_ntk", 2.0, 4),
+    _rope_scaled("rope_dynamic_ntk_causal_mem", 5, 13, 8, True, "dynamic_ntk", 2.0, 4),
+    _rope_scaled("rope_dynamic_ntk_short", 6, 6, 8, True, "dynamic_ntk", 2.0, 8),
+    _rope_scaled("rope_yarn_causal", 12, 12, 8, True, "yarn", 3.0, 40, base=100.0),
+    _rope_scaled("rope_yarn_bidir_d16", 10, 10, 16, False, "yarn", 4.0, 64),
 
     _case("kerple", "kerple_causal", 14, 14, 4, True),
     _case("kerple", "kerple_bidir", 12, 12, 4, False),
@@ -432,6 +454,26 @@ def check_rope_relative():
     assert torch.equal(ps.rope_rotate(q[None], [0])[0], q)
 
 
+def check_rope_scaling():
+    """Position Interpolation turns position p*s into the unscaled position p; NTK keeps the
+    fastest pair and divides the slowest by s; dynamic NTK is unscaled up to original_len;
+    YaRN keeps the fastest pair, divides the slowest by s and scales cos, sin by 0.1 ln s + 1."""
+    D, base, s = 16, 10000.0, 4.0
+    theta = ps.inv_freq_list(D, base)
+    lin, mag = ps.rope_scaled_frequencies(D, base, {"kind": "linear", "factor": s,
+                                                    "original_len": 64})
+    assert mag == 1.0 and all(abs(a * 4 * s - b * 4) < 1e-15 for a, b in zip(lin, theta))
+    ntk, _ = ps.rope_scaled_frequencies(D, base, {"kind": "ntk", "factor": s, "original_len": 64})
+    assert ntk[0] == theta[0] and abs(ntk[-1] - theta[-1] / s) < 1e-15 * theta[-1]
+    dyn = {"kind": "dynamic_ntk", "factor": s, "original_len": 64}
+    assert ps.rope_scaled_frequencies(D, base, dyn, 64)[0] == theta
+    assert ps.rope_scaled_frequencies(D, base, dyn, 65)[0][-1] < theta[-1]
+    yarn, mag = ps.rope_scaled_frequencies(D, base, {"kind": "yarn", "factor": s,
+                                                     "original_len": 64})
+    assert yarn[0] == theta[0] and abs(yarn[-1] - theta[-1] / s) < 1e-18
+    assert abs(mag - (0.1 * math.log(s) + 1)) < 1e-15
+
+
 def check_sinusoid():
     t = ps.sinusoidal_table(50, 16)
     p = torch.arange(50, dtype=DT)[:, None]
@@ -448,6 +490,8 @@ GRADCHECK_CASES = [
     _xl("gc_xl", 3, 6, 4, d_model=6, clamp_len=3, H=2),
     _case("alibi", "gc_alibi", 3, 5, 4, False, B=1, H=3),
     _case("rope", "gc_rope", 3, 5, 4, True, B=1, H=2, base=10000.0),
+    _rope_scaled("gc_rope_yarn", 3, 5, 8, True, "yarn", 3.0, 40, base=100.0),
+    _rope_scaled("gc_rope_dynamic_ntk", 3, 5, 4, False, "dynamic_ntk", 2.0, 2),
     _case("kerple", "gc_kerple", 3, 5, 4, False, B=1, H=2),
 ]
 
@@ -491,6 +535,7 @@ def main(argv=None):
         check_alibi()
         check_xl_rel_shift()
         check_rope_relative()
+        check_rope_scaling()
         check_sinusoid()
         check_gradients()
     for n in notes:

@@ -1,5 +1,5 @@
 // `relpos eval CHECKPOINT [--data SOURCE] [--lengths 128,256,...] [--mem-len 0,256,...]
-//  [--knn-size 0,512,...] [--batches N] [--json FILE]`
+//  [--knn-size 0,512,...] [--batches N] [--set key.path=value ...] [--json FILE]`
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -34,6 +34,7 @@ struct EvalOptions {
   std::vector<std::int64_t> mem_lens;   // non-empty: segment-recurrent evaluation
   std::vector<std::int64_t> knn_sizes;  // kNN memory sizes (implies streams, --mem-len 0)
   std::int64_t batches = 0;             // 0: the run's train.eval_batches
+  std::vector<std::string> overrides;   // --set: changes to the saved config
   std::string json;
 };
 
@@ -56,6 +57,9 @@ nlohmann::json run_with_memory(const EvalOptions& o, RunState& state,
           "--mem-len: the model's position scheme '{}' is absolute; memory needs a relative one",
           c.model.position.scheme);
   require(c.model.causal, "--mem-len: the model is bidirectional (model.causal: false)");
+  require(!segment_memory || !state.model->position().rotation_depends_on_length(),
+          "--mem-len: model.position.rope_scaling.kind=dynamic_ntk rotates every position by the "
+          "sequence length, so earlier segments' hidden states cannot be reused");
   const auto* corpus = dynamic_cast<const CorpusSource*>(state.data.get());
   require(corpus != nullptr, "--mem-len: needs a text corpus as data source, not '{}'",
           c.data.source);
@@ -81,21 +85,24 @@ nlohmann::json run_with_memory(const EvalOptions& o, RunState& state,
   return results;
 }
 
-// Where the JSON goes: --json, or CHECKPOINT.eval.json; never one of the files read.
-std::filesystem::path json_path(const EvalOptions& o) {
+// Where the JSON goes: --json, or CHECKPOINT.eval.json; never one of the files read: the
+// checkpoint, its digest and the data source (the saved one, --data's or --set's).
+std::filesystem::path json_path(const EvalOptions& o, const std::string& data_source) {
   const std::filesystem::path json =
       o.json.empty() ? std::filesystem::path(o.checkpoint).replace_extension(".eval.json")
                      : std::filesystem::path(o.json);
   std::vector<InputFile> inputs = checkpoint_inputs(o.checkpoint);
-  if (!o.data.empty()) inputs.push_back({o.data, "the --data file"});
+  inputs.push_back({data_source, "the data.source file"});
   require_not_an_input(json, "--json", inputs);
   return json;
 }
 
 void run(const EvalOptions& o) {
   require_single_rank("relpos eval");
-  const std::filesystem::path json = json_path(o);
-  RunState state = load_run_for_inference(o.checkpoint, o.data);
+  for (const std::string& text : o.overrides)
+    require(text.find('=') != std::string::npos, "--set: expected key.path=value, got '{}'", text);
+  RunState state = load_run_for_inference(o.checkpoint, o.data, o.overrides);
+  const std::filesystem::path json = json_path(o, state.config.data.source);
   std::vector<std::int64_t> lengths = o.lengths;
   if (lengths.empty()) lengths = state.config.eval.lengths;
   if (lengths.empty()) lengths = {state.config.data.seq_len};
@@ -115,6 +122,10 @@ void run(const EvalOptions& o) {
                         {"step", state.step},
                         {"data", state.data->describe()},
                         {"results", nlohmann::json::array()}};
+  for (const ConfigChange& change : state.config_changes) {
+    out["changes"][change.key] = {change.before, change.after};
+    std::cout << fmt::format("--set {}: {} -> {}\n", change.key, change.before, change.after);
+  }
   if (!o.mem_lens.empty() || !o.knn_sizes.empty()) {
     EvalOptions streams = o;
     if (streams.mem_lens.empty()) streams.mem_lens = {0};
@@ -164,6 +175,10 @@ void add_eval_command(CLI::App& app) {
                   "batches per length; with --mem-len, segments per stream (default: "
                   "train.eval_batches)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--set", options->overrides,
+                  "key.path=value: change a setting of the saved config that is not "
+                  "architecture, e.g. model.position.rope_scaling.kind=yarn or "
+                  "model.attention=composed (repeatable)");
   cmd->add_option("--json", options->json,
                   "where to write the JSON (default: CHECKPOINT.eval.json)");
   cmd->callback([options] { run(*options); });

@@ -1,5 +1,5 @@
 // `relpos train CONFIG.yaml [more.yaml] [key.path=value ...] [--resume PATH | --overwrite]
-// [--dump-config]`
+// [--init-from CHECKPOINT] [--dump-config]`
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -19,14 +19,17 @@ namespace {
 struct TrainOptions {
   std::vector<std::string> arguments;  // config files and key.path=value overrides
   std::string resume;
+  std::string init_from;  // a checkpoint whose weights start the run
   bool overwrite = false;
   bool dump_config = false;
 };
 
 // --overwrite moves everything in train.out_dir aside: no file the run reads may be there.
-void require_inputs_outside(const std::vector<std::string>& files, const RunConfig& config) {
+void require_inputs_outside(const TrainOptions& o, const std::vector<std::string>& files,
+                            const RunConfig& config) {
   std::vector<InputFile> inputs;
   for (const std::string& file : files) inputs.push_back({file, "the config file"});
+  if (!o.init_from.empty()) inputs.push_back({o.init_from, "the --init-from checkpoint"});
   std::error_code missing;
   if (std::filesystem::exists(config.data.source, missing))
     inputs.push_back({config.data.source, "the data.source file"});
@@ -42,6 +45,9 @@ void run(const TrainOptions& o) {
   for (const std::string& a : o.arguments)
     (a.find('=') != std::string::npos ? overrides : files).push_back(a);
   require(!files.empty(), "train: give at least one config file (e.g. configs/quickstart.yaml)");
+  require(o.resume.empty() || o.init_from.empty(),
+          "train: give --resume (continue a run) or --init-from (start a new run from a "
+          "checkpoint's weights), not both");
   // Under mpirun every rank builds the same run; only rank 0 prints (docs/distributed.md).
   RunState state;
   bool dumped = false;
@@ -57,7 +63,7 @@ void run(const TrainOptions& o) {
     require(o.resume.empty() || !o.overwrite || !inside_folder(o.resume, config.train.out_dir),
             "train: give --resume (continue the run) or --overwrite (start over), not both, "
             "unless the checkpoint comes from outside train.out_dir");
-    if (o.overwrite) require_inputs_outside(files, config);
+    if (o.overwrite) require_inputs_outside(o, files, config);
     if (is_root()) std::cout << "# resolved config\n" << to_yaml(config) << std::flush;
     state = build_run(config);
     if (!o.resume.empty()) {
@@ -65,6 +71,13 @@ void run(const TrainOptions& o) {
       restore_run(state, load_checkpoint_for(state, path), path);
       if (is_root())
         std::cout << "resumed from " << path.string() << " at step " << state.step << "\n";
+    }
+    if (!o.init_from.empty()) {
+      const auto path = resolve_checkpoint(o.init_from, "--init-from");
+      initialise_from(state, path);
+      if (is_root())
+        std::cout << "initialised the weights from " << path.string()
+                  << " (new optimizer, step 0)\n";
     }
   });
   if (dumped) return;
@@ -82,6 +95,10 @@ void add_train_command(CLI::App& app) {
       ->required();
   cmd->add_option("--resume", options->resume,
                   "continue bit-exactly from a checkpoint file or a run directory");
+  cmd->add_option("--init-from", options->init_from,
+                  "start a new run from the weights of a checkpoint file or run directory "
+                  "(same architecture; fresh optimizer, data stream and step 0), e.g. to "
+                  "fine-tune at a longer data.seq_len with model.position.rope_scaling");
   cmd->add_flag("--overwrite", options->overwrite,
                 "start over in a train.out_dir that holds a run, moving its contents to "
                 "<out_dir>.old-<n>");

@@ -136,9 +136,11 @@ RunConfig load_config(const std::vector<std::string>& files,
   return builder.finish();
 }
 
-RunConfig config_from_yaml(const std::string& yaml, const std::string& origin) {
+RunConfig config_from_yaml(const std::string& yaml, const std::string& origin,
+                           const std::vector<std::string>& overrides) {
   ConfigBuilder builder;
   builder.apply_document(parse_one_yaml_document(yaml, origin), ConfigSource{origin});
+  for (const std::string& text : overrides) builder.apply_override(text);
   return builder.finish();
 }
 

@@ -75,7 +75,9 @@ inline constexpr std::size_t kMaxConfigFileBytes = std::size_t{1} << 20;
 std::string read_config_file(const std::string& path, const std::string& what);
 // Parses a resolved config saved by to_yaml (e.g. inside a checkpoint);
 // `origin` names where it came from for error messages.
-RunConfig config_from_yaml(const std::string& yaml, const std::string& origin);
+// `overrides` (key.path=value) are applied on top, as on the command line.
+RunConfig config_from_yaml(const std::string& yaml, const std::string& origin,
+                           const std::vector<std::string>& overrides = {});
 // The resolved config as YAML, every key present.
 std::string to_yaml(const RunConfig& config);
 // Cross-field checks (d_model % n_heads, lr > 0, T5 buckets, ...).

@@ -94,8 +94,7 @@ std::vector<ConfigKey> position_schema() {
                                [](RunConfig& c) -> F { return &c.model.position.scheme; }}};
   for (const PositionKey& k : position_keys()) {
     const std::string name = k.key.name;
-    keys.push_back({"model.position." + name,
-                    {},
+    keys.push_back({"model.position." + name, k.key.choices,
                     fmt::format("{}: {}", fmt::join(k.schemes, ", "), k.key.meaning),
                     [name](RunConfig& c) -> F {
                       return std::visit([](auto& value) -> F { return &value; },

@@ -22,7 +22,7 @@
 //     rows; A's word for (key m, pair kk) is then read at [kk][m].
 // The micro-kernel keeps a block of up to 6 rows × 64 columns of C in 24 registers and
 // accumulates in f32 from zero; alpha and beta apply when it stores.
-#include "autograd/cpu/flash_bf16.h"
+#include "autograd/cpu/bf16_gemm_rows.h"
 
 #include <immintrin.h>
 

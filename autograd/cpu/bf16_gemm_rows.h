@@ -1,7 +1,7 @@
 #pragma once
 // The tiled attention's content products (q·kᵀ, p·v and the backward's four) in
 // bf16: operands rounded to bfloat16 (to nearest even), products summed in f32.
-// How the tiles are packed for vdpbf16ps is private to flash_bf16.cpp.
+// How the tiles are packed for vdpbf16ps is private to bf16_gemm_rows.cpp.
 #include <cstdint>
 
 namespace relpos::cpu {

@@ -1,0 +1,111 @@
+// A linear layer's bias and GELU in one pass (Backend::activation_forward; the backward's
+// one pass is tested in test_linear.cpp): the CPU's fused pass against the backend's
+// composed default (add, then gelu), bit for bit and for 1 and 2 threads, and, under
+// train.precision=bf16, the bf16 copy of the GELU output that the pass hands to the next
+// layer's product against that product rounding its input itself. The op's fp64 gradient
+// check and its comparison with matmul + add + gelu are in test_linear.cpp.
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "autograd/backend.h"
+#include "autograd/cpu/cpu_backend.h"
+#include "autograd/ops/elementwise.h"
+#include "autograd/ops/linear.h"
+#include "autograd/precision.h"
+#include "autograd/random.h"
+#include "autograd/tape.h"
+#include "autograd/threads.h"
+#include "test_helpers.h"
+
+using namespace relpos;
+
+namespace {
+
+std::vector<std::uint32_t> bits(const Tensor& t) {
+  const Tensor c = t.detach().contiguous();
+  std::vector<std::uint32_t> out(static_cast<std::size_t>(c.numel()));
+  std::memcpy(out.data(), c.data<float>(), out.size() * sizeof(float));
+  return out;
+}
+
+Tensor leaf(const Tensor& values) {
+  Tensor t = values.clone();
+  t.set_requires_grad(true);
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("bias + GELU: the CPU's one pass equals the composed default, 1 and 2 threads",
+          "[linear][bias_gelu]") {
+  const bool with_bias = GENERATE(true, false);
+  INFO("bias " << with_bias);
+  Rng rng(41);
+  const std::int64_t rows = 131, n = 257;  // above the parallel threshold, odd widths
+  const Tensor z0 = randn({rows, n}, rng, DType::f32, 3.0);
+  const Tensor bias = with_bias ? randn({n}, rng) : Tensor();
+  CpuBackend& cpu = cpu_backend();
+  const int threads = num_threads();
+  std::vector<std::vector<std::uint32_t>> results;
+  for (int t : {1, 2}) {
+    set_num_threads(t);
+    Tensor z_fused = z0.clone(), y_fused = Tensor::empty({rows, n});
+    Tensor z_default = z0.clone(), y_default = Tensor::empty({rows, n});
+    cpu.activation_forward(UnaryOp::gelu_tanh, bias, rows, n, z_fused, y_fused, nullptr);
+    cpu.Backend::activation_forward(UnaryOp::gelu_tanh, bias, rows, n, z_default, y_default,
+                                    nullptr);
+    CHECK(bits(z_fused) == bits(z_default));  // z + bias, kept for the backward
+    CHECK(bits(y_fused) == bits(y_default));
+    results.push_back(bits(y_fused));
+  }
+  set_num_threads(threads);
+  CHECK(results[0] == results[1]);
+}
+
+TEST_CASE("bias + GELU in f64 equals the composed default within rounding", "[linear][bias_gelu]") {
+  Rng rng(42);
+  const std::int64_t rows = 40, n = 33;
+  const Tensor z0 = randn({rows, n}, rng, DType::f64, 3.0);
+  const Tensor bias = randn({n}, rng, DType::f64);
+  CpuBackend& cpu = cpu_backend();
+  Tensor z_fused = z0.clone(), y_fused = Tensor::empty({rows, n}, DType::f64);
+  Tensor z_default = z0.clone(), y_default = Tensor::empty({rows, n}, DType::f64);
+  cpu.activation_forward(UnaryOp::gelu_tanh, bias, rows, n, z_fused, y_fused, nullptr);
+  cpu.Backend::activation_forward(UnaryOp::gelu_tanh, bias, rows, n, z_default, y_default, nullptr);
+  testing::require_close(y_fused.to_vector(), y_default.to_vector(), 1e-15);
+}
+
+// fc2(fc1(x)) as the transformer's feed-forward block runs it. Handed on: fc1's pass
+// writes the bf16 copy of its GELU output and fc2's product reads it. Reference: h · 1
+// (exact) between the layers, so fc2 finds no copy and rounds its input itself, as before.
+TEST_CASE(
+    "bf16: the GELU output's bf16 copy handed to the next product gives the bits of that "
+    "product rounding it (skipped without bf16 products)",
+    "[linear][bias_gelu][bf16]") {
+  if (!testing::bf16_usable()) return;
+  const std::int64_t d = 48, hidden = 160;
+  Rng rng(43);
+  const Tensor x0 = randn({3, 17, d}, rng);
+  const Tensor w1 = randn({hidden, d}, rng, DType::f32, 0.2), b1 = randn({hidden}, rng);
+  const Tensor w2 = randn({d, hidden}, rng, DType::f32, 0.1), b2 = randn({d}, rng);
+  const Tensor g = randn({3, 17, d}, rng);
+  auto run = [&](bool handed_on) {
+    const PrecisionScope bf16(Precision::bf16);
+    const Tensor x = leaf(x0), a = leaf(w1), c = leaf(b1), e = leaf(w2), f = leaf(b2);
+    Tensor h = linear(x, a, c, Activation::gelu_tanh);  // (3, 17, hidden)
+    if (!handed_on) h = mul_scalar(h, 1.0);             // exact, into a new tensor
+    const Tensor y = linear(h, e, f);
+    backward(y, g);
+    return std::vector<std::vector<std::uint32_t>>{bits(y),        bits(x.grad()), bits(a.grad()),
+                                                   bits(c.grad()), bits(e.grad()), bits(f.grad())};
+  };
+  const auto reference = run(false);
+  const auto handed_on = run(true);
+  const char* names[] = {"output", "grad x", "grad w1", "grad b1", "grad w2", "grad b2"};
+  for (std::size_t i = 0; i < reference.size(); ++i) {
+    INFO(names[i]);
+    CHECK(handed_on[i] == reference[i]);
+  }
+}
