@@ -1,26 +1,21 @@
 #include "data/corpus.h"
 
-#include <cerrno>
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
+#include <limits>
 
 #include "autograd/error.h"
+#include "data/input_file.h"
 #include "data/tokenizer.h"
 
 namespace relpos {
 namespace {
 
 std::string read_file_bytes(const std::string& path) {
-  require(std::filesystem::is_regular_file(path),
-          "corpus file '{}' does not exist or is not a file", path);
-  std::ifstream in(path, std::ios::binary);
-  require(in.good(), "cannot open corpus file '{}': {}", path, std::strerror(errno));
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  require(!in.bad(), "cannot read corpus file '{}': {}", path, std::strerror(errno));
+  std::string bytes = read_regular_file(path, fmt::format("corpus file '{}'", path),
+                                        std::numeric_limits<std::uint64_t>::max());
   require(!bytes.empty(), "corpus file '{}' is empty", path);
   return bytes;
 }

@@ -43,4 +43,11 @@ void require_enough(const Corpus& corpus, Split split, std::int64_t seq_len,
 // tree's data/ folder, whose path is baked in at build time.
 std::string bundled_corpus_path(std::string_view file = "kjv.txt");
 
+// The memory load_corpus needs for a file of `file_bytes`, at most: the file's bytes
+// while they are encoded, and 8 bytes per token of both splits (a byte-level bound: a
+// SentencePiece tokenizer makes fewer tokens), plus a validation split's worth of margin.
+inline double corpus_load_bytes(double file_bytes, double val_fraction) {
+  return file_bytes * (1 + 8 * (1 + val_fraction));
+}
+
 }  // namespace relpos

@@ -117,14 +117,16 @@ std::string TaskSource::describe_source() const {
                      name_of(generator_.kind()), p.num_symbols, p.offset, p.num_pairs, items);
 }
 
+std::string corpus_file(const DataConfig& config) {
+  if (config.source == "corpus") return bundled_corpus_path();
+  if (config.source == "austen") return bundled_corpus_path("austen.txt");
+  return task_from_name(config.source) ? std::string() : config.source;
+}
+
 std::unique_ptr<DataSource> make_source(const DataConfig& config) {
-  if (config.source == "corpus")
-    return std::make_unique<CorpusSource>(config, bundled_corpus_path());
-  if (config.source == "austen")
-    return std::make_unique<CorpusSource>(config, bundled_corpus_path("austen.txt"));
   if (const auto kind = task_from_name(config.source))
     return std::make_unique<TaskSource>(config, *kind);
-  return std::make_unique<CorpusSource>(config, config.source);
+  return std::make_unique<CorpusSource>(config, corpus_file(config));
 }
 
 }  // namespace relpos

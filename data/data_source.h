@@ -113,5 +113,7 @@ class TaskSource final : public DataSource {
 // "corpus" → the bundled KJV; "austen" → the bundled Austen novels; a task name → that
 // task; anything else → a file path.
 std::unique_ptr<DataSource> make_source(const DataConfig& config);
+// The corpus file make_source reads for `config`; empty for a synthetic task.
+std::string corpus_file(const DataConfig& config);
 
 }  // namespace relpos

@@ -26,6 +26,9 @@ std::vector<std::uint64_t> SamplerState::to_words() const {
 SamplerState SamplerState::from_words(std::span<const std::uint64_t> words) {
   require(words.size() == 5, "sampler state has {} words, expected 5 (4 generator words + count)",
           words.size());
+  require(words[0] != 0 || words[1] != 0 || words[2] != 0 || words[3] != 0,
+          "sampler state: its 4 generator words are all 0, a state the generator never leaves "
+          "(every batch would be the same)");
   return {{words[0], words[1], words[2], words[3]}, words[4]};
 }
 

@@ -17,7 +17,7 @@ struct SamplerState {
   std::uint64_t batches_drawn = 0;  // training batches drawn so far
 
   // As 5 words (rng[0..3], batches_drawn) for a checkpoint attribute, and back;
-  // a word count other than 5 is a UsageError.
+  // a word count other than 5, or 4 generator words all 0, is a UsageError.
   std::vector<std::uint64_t> to_words() const;
   static SamplerState from_words(std::span<const std::uint64_t> words);
   bool operator==(const SamplerState&) const = default;

@@ -131,9 +131,9 @@ TEST_CASE("data.source austen reads the bundled Austen novels", "[data]") {
 
 TEST_CASE("corpus errors name the file, the split and what is needed", "[data]") {
   REQUIRE_THROWS_WITH(load_corpus("/no/such/corpus.txt", 0.1),
-                      Catch::Contains("'/no/such/corpus.txt' does not exist"));
+                      Catch::Contains("'/no/such/corpus.txt': cannot open: No such file"));
   REQUIRE_THROWS_WITH(load_corpus(std::filesystem::temp_directory_path().string(), 0.1),
-                      Catch::Contains("is not a file"));
+                      Catch::Contains("cannot open: Is a directory"));
   const TempDir dir("data");
   const std::string empty = dir.write("empty.txt", "").string();
   REQUIRE_THROWS_WITH(load_corpus(empty, 0.1), Catch::Contains("'" + empty + "' is empty"));

@@ -1,14 +1,18 @@
 #pragma once
 // Running the relpos binary as a child process the test can signal: spawn it
-// with stdout and stderr going to files, send it signals, wait for its end.
+// with stdout and stderr going to files, send it signals, wait for its end; or
+// run it to its end within a time limit and check its one-line error.
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -49,6 +53,48 @@ inline void wait_for_lines(const std::filesystem::path& file, std::size_t lines)
     REQUIRE(std::chrono::steady_clock::now() < deadline);
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
+}
+
+// Waits up to `seconds` for the child; one still running then is killed (SIGKILL)
+// and reported as -9, so that a hang fails the test instead of stopping the suite.
+inline int wait_at_most(pid_t pid, int seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  int status = 0;
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return -SIGKILL;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+}
+
+struct RelposResult {
+  int exit_code;  // -(signal) for a child a signal ended, -9 for one that ran out of time
+  std::string out, err;
+};
+
+inline std::string read_back(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Runs `relpos args...` in `dir` (no shell: any path is one argument) to its end, at
+// most `seconds`; its stdout and stderr are dir/out and dir/err.
+inline RelposResult relpos_in(const std::filesystem::path& dir,
+                              const std::vector<std::string>& args, int seconds = 120) {
+  const int code = wait_at_most(spawn_relpos(args, dir), seconds);
+  return {code, read_back(dir / "out"), read_back(dir / "err")};
+}
+
+// Exit code 2 and one line on stderr holding every needle.
+inline void require_one_line_error(const RelposResult& r, const std::vector<std::string>& needles) {
+  INFO("stderr: " << r.err << "\nstdout: " << r.out);
+  REQUIRE(r.exit_code == 2);
+  REQUIRE(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  for (const std::string& n : needles) REQUIRE(r.err.find(n) != std::string::npos);
 }
 
 }  // namespace relpos::testing

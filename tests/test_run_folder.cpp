@@ -18,26 +18,15 @@
 
 using namespace relpos;
 namespace fs = std::filesystem;
+using testing::require_one_line_error;
 using testing::slurp;
 using testing::TempDir;
 
 namespace {
 
-struct Result {
-  int exit_code;
-  std::string out, err;
-};
-
-Result relpos_in(const TempDir& box, const std::vector<std::string>& args) {
-  const int code = testing::wait_for(testing::spawn_relpos(args, box.path()));
-  return {code, slurp(box.path() / "out"), slurp(box.path() / "err")};
-}
-
-void require_one_line_error(const Result& r, const std::vector<std::string>& needles) {
-  INFO("stderr: " << r.err);
-  REQUIRE(r.exit_code == 2);
-  REQUIRE(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-  for (const std::string& n : needles) REQUIRE(r.err.find(n) != std::string::npos);
+// Runs relpos in the box's folder.
+testing::RelposResult relpos_in(const TempDir& box, const std::vector<std::string>& args) {
+  return testing::relpos_in(box.path(), args);
 }
 
 std::vector<nlohmann::json> records(const fs::path& file) {
@@ -76,7 +65,7 @@ TEST_CASE("runs: a new run into a used out_dir is refused and --overwrite moves 
       relpos_in(box, {"train", "tiny.yaml", "train.out_dir=run", "--overwrite", "--resume", "run"}),
       {"not both"});
 
-  const Result over =
+  const testing::RelposResult over =
       relpos_in(box, {"train", "tiny.yaml", "train.out_dir=run", "train.steps=2", "--overwrite"});
   INFO(over.err);
   REQUIRE(over.exit_code == 0);
@@ -97,7 +86,7 @@ TEST_CASE(
   box.write("tiny.yaml", testing::tiny_run_yaml());
   REQUIRE(relpos_in(box, {"train", "tiny.yaml", "train.out_dir=run", "train.steps=2"}).exit_code ==
           0);
-  const Result r =
+  const testing::RelposResult r =
       relpos_in(box, {"train", "tiny.yaml", "train.out_dir=run", "train.steps=4", "optim.lr=0.002",
                       "model.dropout=0.1", "model.attention=composed", "--resume", "run"});
   INFO(r.err);

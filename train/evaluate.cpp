@@ -15,7 +15,8 @@
 namespace relpos {
 
 std::vector<EvalPoint> evaluate(TransformerLM& model, const DataSource& data,
-                                const std::vector<std::int64_t>& lengths, std::int64_t batches) {
+                                const std::vector<std::int64_t>& lengths, std::int64_t batches,
+                                const std::function<bool()>& stop) {
   NoGradGuard no_grad;
   const bool was_training = model.training();
   model.set_training(false);
@@ -31,6 +32,10 @@ std::vector<EvalPoint> evaluate(TransformerLM& model, const DataSource& data,
     // Under mpirun, rank r evaluates batches r, r + N, ...; the sums are then reduced.
     for (std::size_t i = static_cast<std::size_t>(rank()); i < all.size();
          i += static_cast<std::size_t>(world_size())) {
+      if (stop && world_size() == 1 && stop()) {
+        model.set_training(was_training);
+        return {};
+      }
       const Batch& batch = all[i];
       const Tensor logits = model.forward(batch.inputs.to(device));  // (B, L, V)
       total +=

@@ -3,6 +3,7 @@
 // extrapolation curve). Losses are nats per scored token; bits per byte divide the
 // summed loss by the bytes of text the scored tokens stand for (data.tokenizer), so
 // they compare across tokenizers; for byte-level data bits per byte = loss / ln 2.
+#include <functional>
 #include <limits>
 #include <vector>
 
@@ -27,7 +28,11 @@ struct EvalPoint {
 };
 
 // Evaluates in inference mode (no dropout, no tape) on up to `batches` batches per length.
+// `stop`, when given, is asked before each batch in a single process (under mpirun the
+// ranks must stay in step, and it is not asked): once it says true, the evaluation ends
+// at once and returns no points (a stop request is not kept waiting for a long one).
 std::vector<EvalPoint> evaluate(TransformerLM& model, const DataSource& data,
-                                const std::vector<std::int64_t>& lengths, std::int64_t batches);
+                                const std::vector<std::int64_t>& lengths, std::int64_t batches,
+                                const std::function<bool()>& stop = {});
 
 }  // namespace relpos

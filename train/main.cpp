@@ -1,11 +1,12 @@
 // The relpos executable: subcommands for training, evaluation, sampling,
 // ablations and inspection. Errors become one line on stderr: exit 2 for bad
-// input, 1 for internal failures; a run stopped by SIGINT/SIGTERM exits 130/143.
+// input, 1 for internal failures; a run stopped by SIGINT/SIGTERM/SIGHUP exits 130/143/129.
 // Under mpirun, an error raised alike on every rank is printed once, by rank 0; an
 // error of one rank alone is printed by that rank and ends the whole job (MPI_Abort).
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <cstdlib>
 #include <iostream>
 #include <new>
@@ -50,6 +51,9 @@ std::string out_of_memory() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A reader that went away (`relpos train ... | head -1`) ends the printing, never the
+  // run: writes to the broken pipe fail (std::cout stops) instead of killing the process.
+  std::signal(SIGPIPE, SIG_IGN);
   relpos::use_best_blas_kernel(argv);
   const relpos::DistributedScope mpi(argc, argv);
   CLI::App app{"relpos: train small transformer LMs and ablate their position schemes"};
@@ -68,7 +72,7 @@ int main(int argc, char** argv) {
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success))
       return relpos::is_root() ? app.exit(e) : 0;  // --help
     return report(fmt::format("relpos: error: {} (see --help)\n", one_line(e.what())), 2, true);
-  } catch (const relpos::StopRequested& e) {  // SIGINT or SIGTERM: saved, then stopped
+  } catch (const relpos::StopRequested& e) {  // SIGINT, SIGTERM or SIGHUP: saved, then stopped
     return report(fmt::format("relpos: {}\n", e.what()), e.exit_code(), true);
   } catch (const relpos::CollectiveError& e) {
     return report(fmt::format("relpos: error: {}\n", one_line(e.what())), 2, true);

@@ -16,7 +16,7 @@ namespace relpos {
 
 MetricsLog::MetricsLog(const std::filesystem::path& dir, std::int64_t step)
     : path_(dir / "metrics.jsonl") {
-  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
   require(fd_ >= 0, "cannot open {} for writing: {}", path_.string(), std::strerror(errno));
   try {
     truncate_after(step, false);

@@ -8,15 +8,16 @@
 #include "autograd/allocator.h"
 #include "train/device_placement.h"
 #include "train/distributed/distributed.h"
-#include "train/store/atomic_file.h"
 #include "train/store/checkpoint_folder.h"
+#include "train/store/input_output.h"
 
 namespace relpos {
 namespace {
 
-// A config_change event in metrics.jsonl and one line on stderr.
-void record_config_changes(const RunState& run, MetricsLog& metrics) {
-  if (run.config_changes.empty()) return;
+// The config_change event for metrics.jsonl (none when nothing changed), after one line
+// on stderr.
+std::vector<nlohmann::json> record_config_changes(const RunState& run) {
+  if (run.config_changes.empty()) return {};
   nlohmann::json changes = nlohmann::json::object();
   std::string listed;
   for (const ConfigChange& change : run.config_changes) {
@@ -27,12 +28,12 @@ void record_config_changes(const RunState& run, MetricsLog& metrics) {
   const bool initialised = !run.initialised_from.empty();
   nlohmann::json event = {{"event", "config_change"}, {"step", run.step}, {"changes", changes}};
   if (initialised) event["init_from"] = run.initialised_from.string();
-  metrics.write(event);
   std::cerr << fmt::format(
       "relpos: {} with changed settings: {} (recorded in metrics.jsonl and config.{}.yaml)\n",
       initialised ? "initialised from " + run.initialised_from.string()
                   : fmt::format("resuming at step {}", run.step),
       listed, run.step);
+  return {event};
 }
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -50,19 +51,22 @@ RunOutput::RunOutput(const RunState& run, RunStart start)
   const RunConfig& c = run.config;
   run_collectively([&] {
     if (!root_) return;
-    folder_.emplace(c.train.out_dir, run.resumed_from.empty() ? start : RunStart::resume);
+    // A resume continues the run in out_dir, unless --overwrite asks to move that run
+    // aside for a checkpoint from elsewhere.
+    const bool resume =
+        !run.resumed_from.empty() &&
+        (start != RunStart::overwrite || inside_folder(run.resumed_from, c.train.out_dir));
+    folder_.emplace(c.train.out_dir, resume ? RunStart::resume : start, run.resumed_from);
     const std::filesystem::path dir = folder_->path();
     if (!folder_->moved_aside().empty())
       std::cerr << fmt::format("relpos: moved the earlier contents of {} to {}\n", dir.string(),
                                folder_->moved_aside().string());
-    std::error_code ignored;
-    std::filesystem::remove(dir / "summary.json", ignored);  // written again when this run ends
-    write_file_atomic(dir / "config.yaml", to_yaml(c));
-    if (!run.tokenizer_model.empty())
+    // The tokenizer model the run reads (a resume's folder holds the same one already: a
+    // resume with another model is refused).
+    if (!run.tokenizer_model.empty() && !std::filesystem::exists(dir / "tokenizer.model"))
       write_file_atomic(dir / "tokenizer.model", run.tokenizer_model);
-    write_file_atomic(dir / fmt::format("config.{}.yaml", run.step), to_yaml(c));
-    metrics_.emplace(dir, run.step);
-    record_config_changes(run, *metrics_);
+    // A resume changes nothing else in the folder before its first checkpoint is saved.
+    run_files_.emplace(dir, run.step, to_yaml(c), record_config_changes(run), resume);
   });
   out_ = folder_ ? folder_->path() : std::filesystem::path(c.train.out_dir);
   start_time_ = window_start_ = std::chrono::steady_clock::now();
@@ -81,11 +85,11 @@ void RunOutput::say(const std::string& line) {
 }
 
 void RunOutput::record(const nlohmann::json& record) {
-  if (metrics_) metrics_->write(record);
+  if (run_files_) run_files_->write(record);
 }
 
 void RunOutput::rewind_metrics(std::int64_t step) {
-  if (metrics_) metrics_->truncate_after(step, true);
+  if (run_files_) run_files_->truncate_after(step, true);
 }
 
 void RunOutput::step_done(const RunState& run, double lr, const StepResult& step, bool log) {
@@ -135,7 +139,8 @@ void RunOutput::evaluated(std::int64_t step, const EvalPoint& p, bool record_it)
 std::filesystem::path RunOutput::save_checkpoint(const Checkpoint& state, std::int64_t step) {
   const std::filesystem::path path = checkpoint_path(checkpoints(), step);
   if (root_) {
-    relpos::save_checkpoint(path, state);
+    run_files_->save_checkpoint([&] { relpos::save_checkpoint(path, state); },
+                                [&](const std::string& line) { say(line); });
     keep_last_checkpoints(checkpoints(), static_cast<int>(config_.train.keep_checkpoints));
   }
   barrier();  // every rank may read it back (a rollback) once it is complete

@@ -14,16 +14,19 @@
 #include "train/run_summary.h"
 #include "train/store/checkpoint.h"
 #include "train/store/run_folder.h"
+#include "train/store/run_start.h"
 #include "train/train_step.h"
 
 namespace relpos {
 
 class RunOutput {
  public:
-  // Takes the run folder (RunStart::resume when run was restored, else `start`), writes
-  // config.yaml and config.<step>.yaml, opens metrics.jsonl at run.step (recording the
-  // settings a resume changed), and prints the run's first line. A UsageError on rank 0
-  // is raised on every rank.
+  // Takes the run folder (RunStart::resume when run was restored, unless --overwrite moves
+  // aside the run in out_dir for a checkpoint from elsewhere; else `start`), starts its
+  // writes (train/store/run_start.h: config.yaml, config.<step>.yaml, metrics.jsonl from
+  // run.step with the settings a resume changed; a resume's wait for its first
+  // checkpoint), and prints the run's first line. A UsageError on rank 0 is raised on
+  // every rank.
   RunOutput(const RunState& run, RunStart start);
 
   const std::filesystem::path& folder() const { return out_; }
@@ -39,8 +42,9 @@ class RunOutput {
   // An evaluation at the training length: recorded in metrics.jsonl when `record`,
   // printed, and the summary's validation loss.
   void evaluated(std::int64_t step, const EvalPoint& point, bool record);
-  // Saves `state` as the checkpoint of `step` (rank 0), keeps train.keep_checkpoints of
-  // them, and returns its path once every rank may read it.
+  // Saves `state` as the checkpoint of `step` (rank 0; a resume's first one also starts
+  // its writes), keeps train.keep_checkpoints of them, and returns its path once every
+  // rank may read it.
   std::filesystem::path save_checkpoint(const Checkpoint& state, std::int64_t step);
 
   // Ends the progress display and writes summary.json (rank 0); `loss` is the last
@@ -50,8 +54,8 @@ class RunOutput {
  private:
   const RunConfig& config_;
   bool root_;
-  std::optional<RunFolder> folder_;    // rank 0
-  std::optional<MetricsLog> metrics_;  // rank 0
+  std::optional<RunFolder> folder_;          // rank 0
+  std::optional<RunStartWrites> run_files_;  // rank 0: metrics.jsonl, config files, summary
   std::filesystem::path out_;
   std::chrono::steady_clock::time_point start_time_;
   Progress progress_;

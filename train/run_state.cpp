@@ -1,5 +1,8 @@
 #include "train/run_state.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <iostream>
 
 #include "autograd/error.h"
@@ -13,6 +16,7 @@
 #include "train/config/memory_estimate.h"
 #include "train/config/run_tokenizer.h"
 #include "train/device_placement.h"
+#include "train/distributed/distributed.h"
 #include "train/knn_state.h"
 #include "train/store/checkpoint_folder.h"
 #include "train/train_precision.h"
@@ -38,6 +42,8 @@ namespace {
 
 constexpr const char* kSamplerKey = "data_sampler";
 constexpr const char* kLrHalvingsKey = "lr_halvings";  // a /state word; absent when 0
+// 0.5^1023 is still a normal double; a larger count is no rollback history.
+constexpr std::uint64_t kMaxLrHalvings = 1023;
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& o,
                                           std::vector<NamedParameter> parameters) {
@@ -169,18 +175,29 @@ std::vector<Tensor> memory_from(const RunState& run, const Checkpoint& ckpt,
 }  // namespace
 
 void restore_training_state(RunState& run, const Checkpoint& ckpt,
-                            const std::filesystem::path& source) {
+                            const std::filesystem::path& source, bool optimizer_state) {
   load_parameters(*run.model, ckpt, source);
-  run.optimizer->load_state(ckpt.optim);
+  try {
+    if (optimizer_state) run.optimizer->load_state(ckpt.optim);
+  } catch (const UsageError& e) {
+    fail("checkpoint {}: {}", source.string(), e.what());
+  }
   auto sampler = ckpt.rng_states.find(kSamplerKey);
   require(sampler != ckpt.rng_states.end(), "checkpoint {}: no '{}' state", source.string(),
           kSamplerKey);
-  run.data->set_sampler_state(SamplerState::from_words(sampler->second));
+  try {
+    run.data->set_sampler_state(SamplerState::from_words(sampler->second));
+  } catch (const UsageError& e) {
+    fail("checkpoint {}: {}", source.string(), e.what());
+  }
   run.memory = memory_from(run, ckpt, source);
   restore_knn_memory(run.knn_memory, ckpt, run.config, run.device, source);
   const auto halvings = ckpt.rng_states.find(kLrHalvingsKey);
-  require(halvings == ckpt.rng_states.end() || halvings->second.size() == 1,
-          "checkpoint {}: '{}' must hold one word", source.string(), kLrHalvingsKey);
+  require(halvings == ckpt.rng_states.end() ||
+              (halvings->second.size() == 1 && halvings->second[0] >= 1 &&
+               halvings->second[0] <= kMaxLrHalvings),
+          "checkpoint {}: '{}' must hold one word in [1, {}] (written only when > 0)",
+          source.string(), kLrHalvingsKey, kMaxLrHalvings);
   run.lr_halvings =
       halvings == ckpt.rng_states.end() ? 0 : static_cast<std::int64_t>(halvings->second[0]);
   run.step = ckpt.step;
@@ -193,7 +210,14 @@ void restore_run(RunState& run, const Checkpoint& ckpt, const std::filesystem::p
           "checkpoint {}: its tokenizer model differs from data.tokenizer.model '{}' (a resume "
           "cannot change the tokenizer; the run folder holds the run's copy, tokenizer.model)",
           source.string(), run.config.data.tokenizer_model);
-  restore_training_state(run, ckpt, source);
+  const bool new_optimizer =
+      std::any_of(run.config_changes.begin(), run.config_changes.end(),
+                  [](const ConfigChange& change) { return change.key == "optim.name"; });
+  if (new_optimizer && is_root())
+    std::cerr << fmt::format(
+        "relpos: optim.name changed ({}): the optimizer starts with fresh state\n",
+        run.config.optim.name);
+  restore_training_state(run, ckpt, source, !new_optimizer);
   run.resumed_from = source;
 }
 
@@ -237,6 +261,7 @@ RunState load_run_for_inference(const std::filesystem::path& path, const std::st
     check_shapes_match(parameter_shapes(TransformerLM(config.model, init)), shapes, path.string());
   };
   const Checkpoint ckpt = load_checkpoint(path, check_saved_model);
+  require_finite_parameters(ckpt.params, path.string());
   // The run, with the checkpoint's copy of its tokenizer model (if any): the original
   // data.tokenizer.model file is not needed.
   RunState run = build_run(config, ckpt.tokenizer_model, path.string() + " (/tokenizer)");

@@ -70,15 +70,17 @@ RunState build_run(const RunConfig& config, const std::string& tokenizer_model =
 RunState load_run_for_inference(const std::filesystem::path& checkpoint,
                                 const std::string& data_source = "",
                                 const std::vector<std::string>& overrides = {});
-// Restores parameters, optimizer state, data stream and counters from a
-// checkpoint, after checking that it matches the configured architecture (every
-// model.* key but model.dropout, model.attention and model.position.rope_scaling.*);
-// records the other changed settings.
+// Restores parameters, optimizer state (fresh when the resume changes optim.name, with one
+// line on stderr), data stream and counters from a checkpoint, after checking that it
+// matches the configured architecture (every model.* key but model.dropout,
+// model.attention and model.position.rope_scaling.*); records the other changed settings.
 void restore_run(RunState& run, const Checkpoint& checkpoint, const std::filesystem::path& source);
 // What a rollback reloads: parameters, optimizer state, data stream, segment and kNN
-// memories, the step counters and lr_halvings of `checkpoint` (one of this run's).
+// memories, the step counters and lr_halvings of `checkpoint` (one of this run's);
+// the optimizer keeps its state when `optimizer_state` is false. Values out of range
+// (a sampler state, lr_halvings) are a UsageError naming `source`.
 void restore_training_state(RunState& run, const Checkpoint& checkpoint,
-                            const std::filesystem::path& source);
+                            const std::filesystem::path& source, bool optimizer_state = true);
 // Loads a checkpoint to restore into `run`: its saved architecture and declared
 // parameter shapes are checked against run's model before any tensor is allocated.
 Checkpoint load_checkpoint_for(const RunState& run, const std::filesystem::path& path);

@@ -47,13 +47,16 @@ std::vector<double> last_row(const Tensor& logits) {  // (1, L, V) -> the last p
 }  // namespace
 
 std::vector<std::int64_t> generate(TransformerLM& model, const std::vector<std::int64_t>& prompt,
-                                   const SampleOptions& o) {
+                                   const SampleOptions& o,
+                                   const std::function<void(std::int64_t)>& on_token) {
   require(model.config().causal,
           "sample: sampling needs a causal model (model.causal: true); this one is bidirectional "
           "(model.causal: false), trained to fill in masked tokens");
   require(!prompt.empty(), "sample: the prompt is empty");
   require(o.temperature >= 0.0, "sample: --temperature must be >= 0, got {}", o.temperature);
   require(o.top_k >= 0, "sample: --top-k must be >= 0, got {}", o.top_k);
+  require(o.tokens >= 0 && o.tokens <= kMaxSampleTokens,
+          "sample: --tokens must be in [0, {}], got {}", kMaxSampleTokens, o.tokens);
   NoGradGuard no_grad;
   model.set_training(false);
   Rng rng(o.seed);
@@ -65,8 +68,14 @@ std::vector<std::int64_t> generate(TransformerLM& model, const std::vector<std::
   Tensor logits = use_cache ? model.forward(as_batch(prompt, device), state, true)
                             : model.forward(as_batch(prompt, device));
   for (std::int64_t n = 0; n < o.tokens; ++n) {
-    const std::int64_t next = draw(last_row(logits), o, rng);
+    const std::vector<double> row = last_row(logits);
+    require(std::all_of(row.begin(), row.end(), [](double v) { return std::isfinite(v); }),
+            "sample: the model's logits are not finite at generated token {} (its weights "
+            "overflow); nothing sensible can be drawn",
+            n);
+    const std::int64_t next = draw(row, o, rng);
     generated.push_back(next);
+    if (on_token) on_token(next);
     context.push_back(next);
     if (n + 1 == o.tokens) break;
     logits = use_cache ? model.forward(as_batch({next}, device), state, true)

@@ -3,23 +3,30 @@
 // seeded generator, with the KV cache or by full recompute (both give the same
 // tokens for the same seed).
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "layers/transformer.h"
 
 namespace relpos {
 
+// The most tokens one sample may generate: the KV cache (or, without it, the context
+// recomputed every token) grows with each one.
+inline constexpr std::int64_t kMaxSampleTokens = std::int64_t{1} << 20;
+
 struct SampleOptions {
-  std::int64_t tokens = 200;
-  double temperature = 1.0;  // 0: greedy
-  std::int64_t top_k = 0;    // 0: the whole vocabulary
+  std::int64_t tokens = 200;  // in [0, kMaxSampleTokens]
+  double temperature = 1.0;   // 0: greedy
+  std::int64_t top_k = 0;     // 0: the whole vocabulary
   std::uint64_t seed = 0;
   bool use_cache = true;
 };
 
-// Returns the generated tokens (without the prompt). A bidirectional model
-// (model.causal: false) cannot generate: UsageError.
+// Returns the generated tokens (without the prompt), handing each to `on_token` as it
+// is drawn (when given). A bidirectional model (model.causal: false) cannot generate,
+// and logits that are not finite (weights that overflow) stop it: UsageError.
 std::vector<std::int64_t> generate(TransformerLM& model, const std::vector<std::int64_t>& prompt,
-                                   const SampleOptions& options);
+                                   const SampleOptions& options,
+                                   const std::function<void(std::int64_t)>& on_token = {});
 
 }  // namespace relpos

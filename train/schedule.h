@@ -1,6 +1,6 @@
 #pragma once
 // When a training run logs, evaluates, saves and stops (train.log_every, eval_every,
-// checkpoint_every and steps; SIGINT and SIGTERM), and its learning rate at each step.
+// checkpoint_every and steps; SIGINT, SIGTERM and SIGHUP), and its learning rate at each step.
 #include <cstdint>
 
 #include "optim/schedule.h"
@@ -28,6 +28,9 @@ class Schedule {
   // gets the same answer (a request on any rank stops them all at the same step), so
   // every rank calls it once per step.
   int stop_signal() const;
+  // The signal that asked this process to stop, or 0: no collective, for a check
+  // between the batches of an evaluation (evaluate asks it only in a single process).
+  int stop_requested_here() const { return signals_.requested(); }
 
  private:
   std::int64_t steps_, log_every_, eval_every_, checkpoint_every_;

@@ -1,8 +1,9 @@
 #pragma once
 // Graceful stop of a training run: while a StopSignals is alive, the first
-// SIGINT or SIGTERM only asks the run to stop after its current step (it then
-// saves, writes its summary and throws StopRequested); a second one ends the
-// process at once with exit code 128 + signal.
+// SIGINT, SIGTERM or SIGHUP (a closed terminal) only asks the run to stop after its
+// current step (it then saves, writes its summary and throws StopRequested); a
+// second one removes the .tmp file of a save in progress and ends the process at
+// once with exit code 128 + signal.
 #include <csignal>
 #include <stdexcept>
 #include <string>
@@ -20,10 +21,10 @@ class StopSignals {
 
  private:
   struct sigaction saved_int_ {
-  }, saved_term_{};
+  }, saved_term_{}, saved_hup_{};
 };
 
-// "SIGINT", "SIGTERM", or "signal <n>".
+// "SIGINT", "SIGTERM", "SIGHUP", or "signal <n>".
 std::string signal_name(int signal);
 
 // The run stopped on request after saving; main prints what() and exits with exit_code().
@@ -31,7 +32,7 @@ class StopRequested : public std::runtime_error {
  public:
   StopRequested(int signal, const std::string& message)
       : std::runtime_error(message), signal_(signal) {}
-  int exit_code() const { return 128 + signal_; }  // 130 for SIGINT, 143 for SIGTERM
+  int exit_code() const { return 128 + signal_; }  // 130 SIGINT, 143 SIGTERM, 129 SIGHUP
 
  private:
   int signal_;

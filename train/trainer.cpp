@@ -15,11 +15,17 @@
 namespace relpos {
 namespace {
 
-// The validation loss at the training length, in the run's precision.
-EvalPoint evaluate_now(const RunState& run) {
+// The validation loss at the training length, in the run's precision, given to
+// output.evaluated; a stop request cuts it short (the step's checkpoint is saved next).
+void evaluate_now(const RunState& run, const Schedule& schedule, RunOutput& output, bool record) {
   const PrecisionScope precision(run.precision);
-  return evaluate(*run.model, *run.data, {run.config.data.seq_len}, run.config.train.eval_batches)
-      .front();
+  const std::vector<EvalPoint> points =
+      evaluate(*run.model, *run.data, {run.config.data.seq_len}, run.config.train.eval_batches,
+               [&] { return schedule.stop_requested_here() != 0; });
+  if (points.empty())
+    return output.say(fmt::format("relpos: the evaluation at step {} was cut short by {}", run.step,
+                                  signal_name(schedule.stop_requested_here())));
+  output.evaluated(run.step, points.front(), record);
 }
 
 }  // namespace
@@ -47,7 +53,7 @@ TrainSummary train(RunState& run, RunStart start) {
     }
     ++run.step;
     output.step_done(run, lr, result, schedule.log(run.step));
-    if (schedule.evaluate(run.step)) output.evaluated(run.step, evaluate_now(run), true);
+    if (schedule.evaluate(run.step)) evaluate_now(run, schedule, output, true);
     const int stop = schedule.stop_signal();
     if (schedule.save(run.step, stop) && !divergence.save_or_roll_back()) continue;
     if (stop != 0) {
@@ -63,7 +69,7 @@ TrainSummary train(RunState& run, RunStart start) {
   if (const auto same = step.confirm_same_state()) output.say(*same);
   // Resumed at or past the last step: nothing trained, but the summary still reports the
   // model's validation loss (metrics.jsonl already holds it).
-  if (run.step == step_at_start) output.evaluated(run.step, evaluate_now(run), false);
+  if (run.step == step_at_start) evaluate_now(run, schedule, output, false);
   return output.finish(run, loss);
 }
 

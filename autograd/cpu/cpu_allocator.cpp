@@ -1,5 +1,6 @@
 // Host allocator: 64-byte aligned blocks with usage statistics, and a bounded
 // cache of freed blocks of every size.
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <mutex>
@@ -20,7 +21,14 @@ constexpr std::size_t kAlignment = 64;
 // per-op tensors, and no page faults for the large ones (glibc gives large freed
 // blocks back to the OS, and faulting their pages in again on the next step cost
 // 15-20% of a 512×512×512 matmul forward+backward).
+// Within that, the cache holds no more than twice the most memory the process has had
+// in use at once (at least kCacheFloorBytes; twice, for the rounding to size classes):
+// a steady training step needs no more, and sampling or evaluation at ever new lengths,
+// whose freed blocks of new sizes are never reused, cannot keep gigabytes. When a freed
+// block does not fit, the cache is emptied first (its blocks are of sizes no longer
+// asked for) and the block kept.
 constexpr std::size_t kCacheMaxBytes = std::size_t{4} << 30;
+constexpr std::size_t kCacheFloorBytes = std::size_t{64} << 20;
 // Size classes: multiples of 64 B below 64 KiB, of a page above. Coarser
 // classes for large blocks would serve more requests from the cache when sizes
 // vary, but a block reused for a larger request of its class faults in its tail
@@ -75,6 +83,7 @@ class CpuAllocator final : public Allocator {
       stats_.record_system_allocation();
     }
     stats_.record_allocation(bytes);
+    most_in_use_ = std::max(most_in_use_, stats_.current_bytes);
     return p;
   }
   void deallocate(void* ptr, std::size_t bytes) override {
@@ -83,7 +92,10 @@ class CpuAllocator final : public Allocator {
       std::lock_guard lock(mutex_);
       stats_.record_free(bytes);
       if (ptr == nullptr) return;
-      if (cached_bytes_ + size <= kCacheMaxBytes) {
+      const std::size_t limit =
+          std::min(kCacheMaxBytes, std::max(kCacheFloorBytes, 2 * most_in_use_));
+      if (cached_bytes_ + size > limit) release_cache();
+      if (size <= limit) {
         try {
           cache_[size].push_back(ptr);
           cached_bytes_ += size;
@@ -127,6 +139,7 @@ class CpuAllocator final : public Allocator {
   AllocatorStats stats_;
   std::unordered_map<std::size_t, std::vector<void*>> cache_;  // block size -> free blocks
   std::size_t cached_bytes_ = 0;
+  std::size_t most_in_use_ = 0;  // the largest current_bytes seen (never reset)
 };
 
 }  // namespace

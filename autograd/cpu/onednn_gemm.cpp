@@ -4,6 +4,8 @@
 #include "autograd/error.h"
 
 #if RELPOS_HAVE_ONEDNN
+#include <algorithm>
+#include <cstdint>
 #include <dnnl.hpp>
 #include <map>
 #include <mutex>
@@ -79,14 +81,37 @@ using Key = std::tuple<bool, bool, bool, std::int64_t, std::int64_t, std::int64_
 struct Entry {
   dnnl::matmul primitive;
   memory::desc a, b, c;
+  std::uint64_t last_use = 0;  // State::uses when it last ran
 };
+
+// At most this many primitives are kept: a training step uses a few dozen shapes,
+// but sampling or evaluating at many lengths makes new ones for every length, each
+// holding memory until the process ends.
+constexpr std::size_t kMaxPrimitives = 256;
 
 struct State {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
   std::map<Key, Entry> primitives;
+  std::uint64_t uses = 0;
   std::mutex mutex;
 };
+
+// The cached primitive for `key`, made (and the least recently used one dropped when
+// the cache is full) on a miss.
+template <class Make>
+Entry& cached_entry(State& st, const Key& key, Make make) {
+  auto found = st.primitives.find(key);
+  if (found == st.primitives.end()) {
+    if (st.primitives.size() >= kMaxPrimitives)
+      st.primitives.erase(std::min_element(
+          st.primitives.begin(), st.primitives.end(),
+          [](const auto& x, const auto& y) { return x.second.last_use < y.second.last_use; }));
+    found = st.primitives.emplace(key, make()).first;
+  }
+  found->second.last_use = ++st.uses;
+  return found->second;
+}
 
 State& state() {
   static State s;
@@ -131,6 +156,12 @@ Entry make_entry(State& st, const GemmArgs& g, const Stored& a, const Stored& b,
 
 }  // namespace
 
+std::size_t onednn_cached_primitives() {
+  State& st = state();
+  const std::lock_guard lock(st.mutex);
+  return st.primitives.size();
+}
+
 void onednn_gemm(const GemmArgs& g) {
   if (g.dtype != DType::f32) throw InternalError("onednn_gemm: expected f32 operands");
   const bool bf16 = g.precision == Precision::bf16;
@@ -152,10 +183,7 @@ void onednn_gemm(const GemmArgs& g) {
   const std::lock_guard lock(st.mutex);
   const Key key{bf16,     g.trans_a, g.trans_b, g.batch, g.m,        g.n,     g.k,   a.ld,
                 a.stride, b.ld,      b.stride,  g.ldc,   g.stride_c, g.alpha, g.beta};
-  auto found = st.primitives.find(key);
-  if (found == st.primitives.end())
-    found = st.primitives.emplace(key, make_entry(st, g, a, b, bf16)).first;
-  const Entry& e = found->second;
+  const Entry& e = cached_entry(st, key, [&] { return make_entry(st, g, a, b, bf16); });
   memory ma(e.a, st.engine, const_cast<void*>(a_data));
   memory mb(e.b, st.engine, const_cast<void*>(b_data));
   memory mc(e.c, st.engine, g.c);
@@ -166,6 +194,8 @@ void onednn_gemm(const GemmArgs& g) {
 #else
 
 bool onednn_built() { return false; }
+
+std::size_t onednn_cached_primitives() { return 0; }
 
 void onednn_gemm(const GemmArgs&) {
   fail("train.precision=bf16 is not available: {}", bf16_unavailable_reason());

@@ -3,7 +3,10 @@
 //   bf16: the operands are rounded to bfloat16 and the products accumulate in f32;
 //         AMX on CPUs that have it, AVX-512-BF16 otherwise (oneDNN picks).
 //   fp32: f32 throughout.
-// A primitive is created once per shape and layout and kept for the process.
+// A primitive is created once per shape and layout and kept, up to 256 of them (the
+// least recently used one is dropped for a new one).
+#include <cstddef>
+
 #include "autograd/backend.h"
 #include "autograd/bf16_support.h"
 
@@ -11,6 +14,9 @@ namespace relpos::cpu {
 
 // Whether this build links oneDNN (RELPOS_ONEDNN).
 bool onednn_built();
+
+// How many primitives are kept now (at most 256).
+std::size_t onednn_cached_primitives();
 
 // args.dtype must be f32. Throws UsageError when bf16 is asked and unavailable.
 void onednn_gemm(const GemmArgs& args);

@@ -26,8 +26,9 @@ fs::path log_file(const AblationSweep& sweep, std::size_t run) {
   return sweep.out_dir / "logs" / (name + ".log");
 }
 
-// Starts `<executable> ablate <sweep> --run-index <run>` with stdout and stderr appended
-// to the run's log file.
+// Starts `<executable> ablate <sweep> --run-index <run> --parent-pid <this process>`
+// (it stops when this process ends, however it ends) with stdout and stderr appended to
+// the run's log file.
 pid_t start_child(const AblationSweep& sweep, std::size_t run, const fs::path& executable) {
   const fs::path log = log_file(sweep, run);
   std::error_code error;
@@ -45,7 +46,9 @@ pid_t start_child(const AblationSweep& sweep, std::size_t run, const fs::path& e
   posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
   posix_spawnattr_setpgroup(&attributes, 0);
   const std::string index = std::to_string(run), sweep_file = sweep.file.string();
-  std::vector<std::string> args = {executable.string(), "ablate", sweep_file, "--run-index", index};
+  std::vector<std::string> args = {
+      executable.string(),       "ablate", sweep_file, "--run-index", index, "--parent-pid",
+      std::to_string(::getpid())};
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -58,13 +61,26 @@ pid_t start_child(const AblationSweep& sweep, std::size_t run, const fs::path& e
   return pid;
 }
 
-// The last line of a child's log, for the error when it failed.
-std::string last_line(const fs::path& file) {
+// The size of a child's log before it starts (the log is appended to).
+std::uintmax_t log_size(const fs::path& file) {
+  std::error_code missing;
+  const std::uintmax_t size = fs::file_size(file, missing);
+  return missing ? 0 : size;
+}
+
+// The reason a child failed, for the sweep's error: its own error line ("relpos: ...")
+// written after `from`, else its last line. Another process may write to the same log
+// (a run of an earlier sweep still stopping), so the last line alone can be its.
+std::string failure_line(const fs::path& file, std::uintmax_t from) {
   std::ifstream in(file);
-  std::string line, last;
-  while (std::getline(in, line))
-    if (!line.empty()) last = line;
-  return last;
+  in.seekg(static_cast<std::streamoff>(from));
+  std::string line, last, error;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    last = line;
+    if (line.starts_with("relpos: ")) error = line;
+  }
+  return error.empty() ? last : error;
 }
 
 }  // namespace
@@ -75,6 +91,7 @@ void run_children(const AblationSweep& sweep, const std::vector<std::size_t>& pe
   require(!executable.empty(), "jobs {}: running runs in parallel needs the relpos executable",
           sweep.jobs);
   std::map<pid_t, std::size_t> running;
+  std::map<pid_t, std::uintmax_t> log_start;  // each child's log size when it started
   std::size_t next = 0;
   std::string failure;
   const StopSignals stop;
@@ -90,7 +107,10 @@ void run_children(const AblationSweep& sweep, const std::vector<std::size_t>& pe
     while (failure.empty() && forwarded == 0 && next < pending.size() &&
            running.size() < static_cast<std::size_t>(sweep.jobs)) {
       const std::size_t run = pending[next++];
-      running[start_child(sweep, run, executable)] = run;
+      const std::uintmax_t start = log_size(log_file(sweep, run));
+      const pid_t child = start_child(sweep, run, executable);
+      running[child] = run;
+      log_start[child] = start;
       log << fmt::format("start {} (log: {})\n", sweep.run_label(run),
                          log_file(sweep, run).string())
           << std::flush;
@@ -114,7 +134,8 @@ void run_children(const AblationSweep& sweep, const std::vector<std::size_t>& pe
     } else if (failure.empty()) {
       const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
       failure = fmt::format("run {} failed (exit {}; {}): {}", sweep.run_label(run), code,
-                            log_file(sweep, run).string(), last_line(log_file(sweep, run)));
+                            log_file(sweep, run).string(),
+                            failure_line(log_file(sweep, run), log_start[pid]));
       log << failure << "\n" << std::flush;  // the others finish their current run first
     }
   }

@@ -29,12 +29,7 @@ struct SweepText {
 };
 
 YAML::Node parse_sweep(const fs::path& file) {
-  const std::string text = read_config_file(file.string(), "sweep file");
-  try {
-    return YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    fail("{}:{}:{}: invalid YAML: {}", file.string(), e.mark.line + 1, e.mark.column + 1, e.msg);
-  }
+  return parse_one_yaml_document(read_config_file(file.string(), "sweep file"), file.string());
 }
 
 void require_known_keys(const YAML::Node& map, const std::set<std::string>& known,
@@ -108,6 +103,17 @@ bool valid_variant_name(const std::string& name) {
   return allowed_chars && name.find_first_not_of('.') != std::string::npos;
 }
 
+// What a sweep writes into its out_dir besides the variants' folders: the report
+// (train/ablation/report.cpp), the logs, and tools/plot.py's figures, each also as a
+// .tmp while it is written. A variant folder of one of these names would collide.
+bool names_a_sweep_output(const std::string& name) {
+  static const std::set<std::string> outputs = {
+      "results.md",        "results.csv",  "logs",         "train_loss.png",
+      "train_loss.svg",    "val_loss.png", "val_loss.svg", "extrapolation.png",
+      "extrapolation.svg", "accuracy.png", "accuracy.svg"};
+  return outputs.contains(name) || name.ends_with(".tmp");
+}
+
 AblationVariant read_variant(const YAML::Node& node, const SweepText& sweep) {
   require(node.IsMap(), "{}: variants: expected a mapping with name (and files, overrides), got {}",
           sweep.at(node), describe_node(node));
@@ -119,6 +125,10 @@ AblationVariant read_variant(const YAML::Node& node, const SweepText& sweep) {
           "{}: variants: name {} is invalid (expected letters, digits, '_', '.' or '-', not only "
           "dots)",
           sweep.at(name), describe_node(name));
+  require(!names_a_sweep_output(v.name),
+          "{}: variants: name '{}' is the name of a file or folder the sweep writes into its "
+          "out_dir; choose another",
+          sweep.at(name), v.name);
   v.where = sweep.at(node);
   v.files = config_files(node["files"], "variant '" + v.name + "': files", sweep);
   v.overrides = string_list(node["overrides"], "variant '" + v.name + "': overrides", sweep);

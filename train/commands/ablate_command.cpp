@@ -5,6 +5,7 @@
 
 #include <iostream>
 
+#include "train/ablation/parent_death.h"
 #include "train/ablation/report.h"
 #include "train/ablation/sweep.h"
 #include "train/commands/commands.h"
@@ -20,10 +21,12 @@ struct AblateOptions {
   bool dry_run = false;
   std::int64_t jobs = 0;        // 0: the sweep file's
   std::int64_t run_index = -1;  // >= 0: a child of a parallel sweep runs this run alone
+  std::int64_t parent_pid = 0;  // > 0: that child's parent, whose end stops it
 };
 
 void run(const AblateOptions& o) {
   require_single_rank("relpos ablate");
+  if (o.parent_pid > 0) stop_with_parent(static_cast<pid_t>(o.parent_pid));
   AblationSweep sweep = load_sweep(o.sweep);
   if (o.jobs > 0) sweep.jobs = o.jobs;
   if (o.run_index >= 0) {
@@ -65,6 +68,7 @@ void add_ablate_command(CLI::App& app) {
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1024}));
   // Internal: how a parallel sweep starts each of its runs.
   cmd->add_option("--run-index", options->run_index)->group("");
+  cmd->add_option("--parent-pid", options->parent_pid)->group("");
   cmd->callback([options] { run(*options); });
 }
 

@@ -16,6 +16,7 @@
 #include "train/evaluate_stream.h"
 #include "train/metrics.h"
 #include "train/store/atomic_file.h"
+#include "train/store/input_output.h"
 #include "train/trainer.h"
 
 namespace relpos {
@@ -85,11 +86,24 @@ nlohmann::json run_with_memory(const EvalOptions& o, RunState& state,
   return results;
 }
 
+// Where the JSON goes: --json, or CHECKPOINT.eval.json; never one of the files read: the
+// checkpoint, its digest and the data source (the saved one, --data's or --set's).
+std::filesystem::path json_path(const EvalOptions& o, const std::string& data_source) {
+  const std::filesystem::path json =
+      o.json.empty() ? std::filesystem::path(o.checkpoint).replace_extension(".eval.json")
+                     : std::filesystem::path(o.json);
+  std::vector<InputFile> inputs = checkpoint_inputs(o.checkpoint);
+  inputs.push_back({data_source, "the data.source file"});
+  require_not_an_input(json, "--json", inputs);
+  return json;
+}
+
 void run(const EvalOptions& o) {
   require_single_rank("relpos eval");
   for (const std::string& text : o.overrides)
     require(text.find('=') != std::string::npos, "--set: expected key.path=value, got '{}'", text);
   RunState state = load_run_for_inference(o.checkpoint, o.data, o.overrides);
+  const std::filesystem::path json = json_path(o, state.config.data.source);
   std::vector<std::int64_t> lengths = o.lengths;
   if (lengths.empty()) lengths = state.config.eval.lengths;
   if (lengths.empty()) lengths = {state.config.data.seq_len};
@@ -136,9 +150,6 @@ void run(const EvalOptions& o) {
                                 {"exact_match", p.exact_match}});
     }
   }
-  const std::filesystem::path json =
-      o.json.empty() ? std::filesystem::path(o.checkpoint).replace_extension(".eval.json")
-                     : std::filesystem::path(o.json);
   write_file_atomic(json, out.dump(2) + "\n");
   std::cout << "wrote " << json.string() << "\n";
 }
@@ -164,7 +175,8 @@ void add_eval_command(CLI::App& app) {
       ->delimiter(',');
   cmd->add_option("--batches", options->batches,
                   "batches per length; with --mem-len, segments per stream (default: "
-                  "train.eval_batches)");
+                  "train.eval_batches)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--set", options->overrides,
                   "key.path=value: change a setting of the saved config that is not "
                   "architecture, e.g. model.position.rope_scaling.kind=yarn or "

@@ -2,6 +2,7 @@
 // [--init-from CHECKPOINT] [--dump-config]`
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <iostream>
 
 #include "autograd/error.h"
@@ -9,6 +10,7 @@
 #include "train/distributed/distributed.h"
 #include "train/metrics.h"
 #include "train/run_summary.h"
+#include "train/store/input_output.h"
 #include "train/trainer.h"
 
 namespace relpos {
@@ -22,13 +24,27 @@ struct TrainOptions {
   bool dump_config = false;
 };
 
+// --overwrite moves everything in train.out_dir aside: no file the run reads may be there.
+void require_inputs_outside(const TrainOptions& o, const std::vector<std::string>& files,
+                            const RunConfig& config) {
+  std::vector<InputFile> inputs;
+  for (const std::string& file : files) inputs.push_back({file, "the config file"});
+  if (!o.init_from.empty()) inputs.push_back({o.init_from, "the --init-from checkpoint"});
+  std::error_code missing;
+  if (std::filesystem::exists(config.data.source, missing))
+    inputs.push_back({config.data.source, "the data.source file"});
+  for (const InputFile& input : inputs)
+    require(!inside_folder(input.path, config.train.out_dir),
+            "--overwrite: {} '{}' lies inside train.out_dir '{}', whose contents would be moved "
+            "aside; move it out first or choose another train.out_dir",
+            input.role, input.path.string(), config.train.out_dir);
+}
+
 void run(const TrainOptions& o) {
   std::vector<std::string> files, overrides;
   for (const std::string& a : o.arguments)
     (a.find('=') != std::string::npos ? overrides : files).push_back(a);
   require(!files.empty(), "train: give at least one config file (e.g. configs/quickstart.yaml)");
-  require(o.resume.empty() || !o.overwrite,
-          "train: give --resume (continue the run) or --overwrite (start over), not both");
   require(o.resume.empty() || o.init_from.empty(),
           "train: give --resume (continue a run) or --init-from (start a new run from a "
           "checkpoint's weights), not both");
@@ -42,6 +58,12 @@ void run(const TrainOptions& o) {
       dumped = true;
       return;
     }
+    // --overwrite with --resume: only a checkpoint from elsewhere, into a folder whose
+    // run is moved aside.
+    require(o.resume.empty() || !o.overwrite || !inside_folder(o.resume, config.train.out_dir),
+            "train: give --resume (continue the run) or --overwrite (start over), not both, "
+            "unless the checkpoint comes from outside train.out_dir");
+    if (o.overwrite) require_inputs_outside(o, files, config);
     if (is_root()) std::cout << "# resolved config\n" << to_yaml(config) << std::flush;
     state = build_run(config);
     if (!o.resume.empty()) {

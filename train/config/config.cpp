@@ -2,15 +2,13 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <set>
 
 #include "autograd/error.h"
+#include "data/input_file.h"
 #include "data/masking.h"
 #include "data/sentencepiece_tokenizer.h"
 #include "layers/position/registry.h"
@@ -21,32 +19,10 @@
 namespace relpos {
 
 std::string read_config_file(const std::string& path, const std::string& what) {
-  const auto cannot_open = [&](int error) {
-    fail("{} {}: cannot open: {}", what, in_quotes(path), std::strerror(error));
-  };
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) cannot_open(EISDIR);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) cannot_open(errno);
-  std::string text(kMaxConfigFileBytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  require(!in.bad(), "{} {}: cannot read: {}", what, in_quotes(path), std::strerror(errno));
-  text.resize(static_cast<std::size_t>(in.gcount()));
-  require(text.size() <= kMaxConfigFileBytes, "{} {}: larger than {} bytes", what, in_quotes(path),
-          kMaxConfigFileBytes);
-  return text;
+  return read_regular_file(path, what + " " + in_quotes(path), kMaxConfigFileBytes);
 }
 
 namespace {
-
-// `origin` names the text in the error, e.g. "x.yaml:3:9: invalid YAML: ...".
-YAML::Node parse_yaml(const std::string& text, const std::string& origin) {
-  try {
-    return YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    fail("{}:{}:{}: invalid YAML: {}", origin, e.mark.line + 1, e.mark.column + 1, e.msg);
-  }
-}
 
 std::string unknown_key(const std::string& where, const std::string& path) {
   const std::string suggestion = closest_config_path(path);
@@ -73,9 +49,9 @@ class ConfigBuilder {
     const std::string path = text.substr(0, equals);
     YAML::Node value;
     try {
-      value = YAML::Load(text.substr(equals + 1));
-    } catch (const YAML::Exception& e) {
-      fail("override {}: invalid YAML value: {}", in_quotes(text), e.msg);
+      value = parse_one_yaml_document(text.substr(equals + 1), "value");
+    } catch (const UsageError& e) {
+      fail("override {}: invalid YAML value: {}", in_quotes(text), e.what());
     }
     apply_path(path, source.at(value), value, source);
   }
@@ -162,7 +138,7 @@ RunConfig load_config(const std::vector<std::string>& files,
                       const std::vector<std::string>& overrides) {
   ConfigBuilder builder;
   for (const std::string& file : files) {
-    builder.apply_document(parse_yaml(read_config_file(file, "config file"), file),
+    builder.apply_document(parse_one_yaml_document(read_config_file(file, "config file"), file),
                            ConfigSource{file});
   }
   for (const std::string& text : overrides) builder.apply_override(text);
@@ -172,7 +148,7 @@ RunConfig load_config(const std::vector<std::string>& files,
 RunConfig config_from_yaml(const std::string& yaml, const std::string& origin,
                            const std::vector<std::string>& overrides) {
   ConfigBuilder builder;
-  builder.apply_document(parse_yaml(yaml, origin), ConfigSource{origin});
+  builder.apply_document(parse_one_yaml_document(yaml, origin), ConfigSource{origin});
   for (const std::string& text : overrides) builder.apply_override(text);
   return builder.finish();
 }

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 #include "autograd/error.h"
 
@@ -69,6 +70,21 @@ T read_number(const YAML::Node& node, const std::string& prefix, const char* exp
 }
 
 }  // namespace
+
+YAML::Node parse_one_yaml_document(const std::string& text, const std::string& origin) {
+  std::vector<YAML::Node> documents;
+  try {
+    documents = YAML::LoadAll(text);
+  } catch (const YAML::Exception& e) {
+    fail("{}:{}:{}: invalid YAML: {}", origin, e.mark.line + 1, e.mark.column + 1, e.msg);
+  }
+  if (documents.size() > 1) {
+    const YAML::Mark mark = documents[1].Mark();  // none for an empty document
+    fail("{}{}: a second YAML document; one is read, so the rest would be ignored", origin,
+         mark.line < 0 ? std::string() : fmt::format(":{}", mark.line + 1));
+  }
+  return documents.empty() ? YAML::Node() : documents.front();
+}
 
 std::string ConfigSource::at(const YAML::Node& node) const {
   if (is_override) return "override " + in_quotes(name);

@@ -19,6 +19,11 @@ struct ConfigSource {
   std::string at(const YAML::Node& node) const;
 };
 
+// The one YAML document in `text` (a null node when there is none). Invalid YAML
+// throws "<origin>:<line>:<column>: invalid YAML: ..."; a second document (after
+// `---`) throws "<origin>:<line>: a second YAML document; one is read, so the rest
+// would be ignored". `origin` names the text, e.g. a file.
+YAML::Node parse_one_yaml_document(const std::string& text, const std::string& origin);
 // Sets the key's field of `config` from `node`, or throws a UsageError like
 // "x.yaml:7: model.d_model: expected an integer, got 'abc'".
 void read_config_value(const ConfigKey& key, const YAML::Node& node, const ConfigSource& source,

@@ -7,12 +7,15 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string_view>
 #include <vector>
 
 #include "autograd/error.h"
+#include "data/corpus.h"
+#include "data/data_source.h"
 #include "layers/position/registry.h"
 #include "train/config/config_value.h"
 
@@ -113,9 +116,12 @@ std::string activation_keys(const RunConfig& c) {
 std::string MemoryEstimate::describe(const RunConfig& config) const {
   return fmt::format(
       "about {} (parameters {} and their gradients and optimizer state {}, from {}; "
-      "activations {}, from {})",
+      "activations {}, from {}{})",
       gib(total()), gib(parameters), gib(training), model_keys(config.model), gib(activations),
-      activation_keys(config));
+      activation_keys(config),
+      corpus > 0
+          ? fmt::format("; the corpus {}, from data.source={}", gib(corpus), config.data.source)
+          : "");
 }
 
 MemoryEstimate estimate_memory(const RunConfig& config) {
@@ -124,6 +130,12 @@ MemoryEstimate estimate_memory(const RunConfig& config) {
   e.parameters = kF32 * params;
   e.training = kF32 * params * (1 + optimizer_states(config.optim));
   e.activations = activation_bytes(config);
+  const std::string corpus = corpus_file(config.data);
+  std::error_code unknown;  // a file that cannot be sized fails with its own line when read
+  const std::uintmax_t file_bytes =
+      corpus.empty() ? 0 : std::filesystem::file_size(corpus, unknown);
+  if (!corpus.empty() && !unknown)
+    e.corpus = corpus_load_bytes(d(file_bytes), config.data.val_fraction);
   return e;
 }
 

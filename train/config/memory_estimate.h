@@ -21,7 +21,8 @@ struct MemoryEstimate {
   double parameters = 0;   // the model's parameters (f32) and position tables
   double training = 0;     // gradients and optimizer state
   double activations = 0;  // the larger of a training step and the longest evaluation
-  double total() const { return parameters + training + activations; }
+  double corpus = 0;       // loading data.source's file (corpus_load_bytes); 0 for a task
+  double total() const { return parameters + training + activations + corpus; }
   // "about 1.2 GiB (parameters 0.4 GiB from model.vocab=..., ...; activations ...)"
   std::string describe(const RunConfig& config) const;
 };

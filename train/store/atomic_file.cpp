@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
+#include <cstring>
 #include <system_error>
 
 #include "autograd/error.h"
@@ -34,15 +36,35 @@ void fsync_directory(const fs::path& dir) {
   if (rc != 0) fail("fsync of directory {} failed: {}", dir.string(), errno_message(error));
 }
 
+// The path of the .tmp file being written, for remove_temporary_in_flight(); it is
+// set before the file is created and cleared before its rename (or removal).
+char g_in_flight[4096];
+volatile std::sig_atomic_t g_has_in_flight = 0;
+
+void set_in_flight(const fs::path& path) {
+  const std::string& name = path.native();
+  if (name.size() >= sizeof(g_in_flight)) return;  // such a name cannot be created anyway
+  g_has_in_flight = 0;
+  std::memcpy(g_in_flight, name.c_str(), name.size() + 1);
+  g_has_in_flight = 1;
+}
+
 // A new file opened for writing. Unless commit() renamed it onto its target,
-// the destructor removes it again.
+// the destructor removes it again. A file of that name left by a killed process
+// is removed first; a symlink there is removed, never followed (O_EXCL|O_NOFOLLOW).
 class TemporaryFile {
  public:
   explicit TemporaryFile(fs::path path) : path_(std::move(path)) {
-    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd_ < 0) fail("{}", create_failure(path_, errno));
+    set_in_flight(path_);
+    ::unlink(path_.c_str());
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd_ < 0) {
+      g_has_in_flight = 0;
+      fail("{}", create_failure(path_, errno));
+    }
   }
   ~TemporaryFile() {
+    g_has_in_flight = 0;
     if (fd_ >= 0) ::close(fd_);
     if (committed_) return;
     std::error_code ignored;
@@ -66,6 +88,7 @@ class TemporaryFile {
     const int rc = ::close(fd_);
     fd_ = -1;
     if (rc != 0) fail("cannot close {}: {}", path_.string(), errno_message(errno));
+    g_has_in_flight = 0;
     if (std::rename(path_.c_str(), target.c_str()) != 0)
       fail("cannot rename {} onto {}: {}", path_.string(), target.string(), errno_message(errno));
     committed_ = true;
@@ -78,6 +101,10 @@ class TemporaryFile {
 };
 
 }  // namespace
+
+void remove_temporary_in_flight() noexcept {
+  if (g_has_in_flight != 0) ::unlink(g_in_flight);
+}
 
 void replace_file(const fs::path& path, std::span<const char> bytes) {
   TemporaryFile tmp(path.string() + ".tmp");

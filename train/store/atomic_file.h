@@ -11,6 +11,10 @@ namespace relpos {
 // the reason, naming the file or folder involved (callers add their context).
 void replace_file(const std::filesystem::path& path, std::span<const char> bytes);
 
+// Removes the .tmp file that replace_file is writing at this moment, if any. Only
+// async-signal-safe calls (unlink): for a signal handler that ends the process.
+void remove_temporary_in_flight() noexcept;
+
 // replace_file with the error "cannot write <path>: <reason>".
 void write_file_atomic(const std::filesystem::path& path, const std::string& text);
 

@@ -3,7 +3,6 @@
 #include <H5Cpp.h>
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -20,6 +19,7 @@
 #include "autograd/error.h"
 #include "train/store/atomic_file.h"
 #include "train/store/file_digest.h"
+#include "train/store/hdf5_errors.h"
 #include "train/store/hdf5_superblock.h"
 
 namespace relpos {
@@ -44,39 +44,6 @@ constexpr int kMaxGroupDepth = 64;
 
 bool is_reserved_state_attribute(const std::string& name) {
   return name == kStepAttribute || name == kTokensSeenAttribute || name == kFormatVersionAttribute;
-}
-
-// HDF5 reports a failure through its "auto" error handler, before the C++ wrapper
-// throws and before unwinding closes objects (which clears the error stack). Our
-// handler prints nothing: it keeps the most specific message of the first failure
-// since capture_hdf5_errors(), e.g. "truncated file: eof = ...".
-std::string& first_hdf5_error() {
-  static std::string message;
-  return message;
-}
-
-herr_t keep_innermost_message(unsigned n, const H5E_error2_t* error, void* out) {
-  if (n == 0 && error->desc != nullptr) *static_cast<std::string*>(out) = error->desc;
-  return 0;
-}
-
-herr_t record_hdf5_error(hid_t stack, void*) {
-  if (first_hdf5_error().empty())
-    H5Ewalk2(stack, H5E_WALK_UPWARD, keep_innermost_message, &first_hdf5_error());
-  return 0;
-}
-
-void capture_hdf5_errors() {
-  first_hdf5_error().clear();
-  H5E_auto2_t handler = record_hdf5_error;
-  H5::Exception::setAutoPrint(handler, nullptr);
-}
-
-// One line: HDF5's file-driver messages span several lines.
-std::string hdf5_reason(const H5::Exception& exception) {
-  std::string reason = first_hdf5_error().empty() ? exception.getDetailMsg() : first_hdf5_error();
-  std::replace(reason.begin(), reason.end(), '\n', ' ');
-  return reason;
 }
 
 // ---- names <-> HDF5 paths ----
@@ -292,7 +259,7 @@ std::vector<char> hdf5_image(const fs::path& label, const Checkpoint& checkpoint
 // refuses an image whose name is an existing file: this name never is one.
 constexpr const char* kImageName = "/dev/null/relpos-checkpoint-image";
 
-H5::H5File open_image(std::vector<char>& image) {
+H5::H5File open_image(std::string& image) {
   H5::FileAccPropList access;
   access.setCore(kImageIncrement, false);
   if (H5Pset_file_image(access.getId(), image.data(), image.size()) < 0)
@@ -333,8 +300,16 @@ DeclaredDataset declare_dataset(H5::DataSet dataset, std::vector<std::string> pa
   const std::string name = dataset.getObjName();
   visit_object_once(dataset.getId(), name, limits);
   DeclaredDataset declared{std::move(path), dataset, dtype_of_dataset(dataset, limits.file), {}, 0};
-  require(dataset.getCreatePlist().getLayout() == H5D_CONTIGUOUS,
-          "checkpoint {}: dataset {} is not stored contiguously (relpos writes no chunks)",
+  const H5::DSetCreatPropList creation = dataset.getCreatePlist();
+  require(creation.getLayout() == H5D_CONTIGUOUS,
+          "checkpoint {}: dataset {} is not stored contiguously (relpos writes no chunked, "
+          "compact or virtual datasets)",
+          limits.file, name);
+  // External storage keeps a dataset's bytes in other files (any path, a FIFO): the
+  // reader stays in the verified image.
+  require(H5Pget_external_count(creation.getId()) == 0,
+          "checkpoint {}: dataset {} keeps its data in an external file (relpos reads only "
+          "what is inside the checkpoint)",
           limits.file, name);
   const H5::DataSpace space = dataset.getSpace();
   const H5S_class_t kind = space.getSimpleExtentType();
@@ -432,9 +407,12 @@ H5::Attribute open_state_attribute(const H5::Group& state, const char* name,
 
 std::int64_t read_int_attribute(const H5::Group& state, const char* name, const std::string& file) {
   const H5::Attribute attribute = open_state_attribute(state, name, file);
-  require(
-      attribute.getTypeClass() == H5T_INTEGER && attribute.getSpace().getSimpleExtentNpoints() == 1,
-      "checkpoint {}: /state attribute '{}' must be a single integer", file, name);
+  // Signed 64-bit as written: HDF5 would clamp a wider or unsigned value silently.
+  require(attribute.getTypeClass() == H5T_INTEGER &&
+              attribute.getIntType().getSign() == H5T_SGN_2 &&
+              attribute.getDataType().getSize() == 8 &&
+              attribute.getSpace().getSimpleExtentNpoints() == 1,
+          "checkpoint {}: /state attribute '{}' must be a single int64", file, name);
   std::int64_t value = 0;
   attribute.read(H5::PredType::NATIVE_INT64, &value);
   return value;
@@ -476,9 +454,25 @@ std::map<std::string, std::vector<std::uint64_t>> read_rng_states(const H5::Grou
   return states;
 }
 
+// The top-level names (/state, /config, /params, ...) are opened by name, which would
+// follow a soft or external link (into another file) too: every link at the root must
+// be a hard one before any is opened.
+void require_hard_root_links(const H5::H5File& h5, const std::string& file) {
+  const H5::Group root = h5.openGroup("/");
+  for (hsize_t i = 0; i < root.getNumObjs(); ++i) {
+    const std::string name = root.getObjnameByIdx(i);
+    H5L_info_t link;
+    if (H5Lget_info(root.getId(), name.c_str(), &link, H5P_DEFAULT) < 0)
+      throw H5::GroupIException("H5Lget_info", "cannot read a link");
+    require(link.type == H5L_TYPE_HARD, "checkpoint {}: /{} is a soft or external link", file,
+            name);
+  }
+}
+
 Checkpoint read_contents(const H5::H5File& h5, WalkLimits& limits,
                          const DeclaredShapeCheck& check_shapes) {
   const std::string& file = limits.file;
+  require_hard_root_links(h5, file);
   require(has_group(h5, "state"), "checkpoint {}: no /state group (not a relpos checkpoint?)",
           file);
   const H5::Group state = h5.openGroup("state");
@@ -489,6 +483,9 @@ Checkpoint read_contents(const H5::H5File& h5, WalkLimits& limits,
           checkpoint.format_version, kCheckpointFormatVersion);
   checkpoint.step = read_int_attribute(state, kStepAttribute, file);
   checkpoint.tokens_seen = read_int_attribute(state, kTokensSeenAttribute, file);
+  require(checkpoint.step >= 0 && checkpoint.tokens_seen >= 0,
+          "checkpoint {}: /state step {} and tokens_seen {} must both be >= 0", file,
+          checkpoint.step, checkpoint.tokens_seen);
   checkpoint.config_yaml = read_bytes_dataset(h5, kConfigDataset, limits);
   if (h5.nameExists(kTokenizerDataset))
     checkpoint.tokenizer_model = read_bytes_dataset(h5, kTokenizerDataset, limits);
@@ -510,20 +507,24 @@ Checkpoint read_contents(const H5::H5File& h5, WalkLimits& limits,
     for (const DeclaredDataset& p : params) shapes.emplace(join(p.path, '.'), p.shape);
     check_shapes(checkpoint.config_yaml, shapes);
   }
-  for (const DeclaredDataset& p : params)
-    checkpoint.params.emplace(join(p.path, '.'), read_tensor(p, file));
+  // A dotted group name ("/params/a.b") would give the name of a nested one ("/params/a/b").
+  const auto add = [&](std::map<std::string, Tensor>& to, const std::string& name,
+                       const DeclaredDataset& d) {
+    require(to.emplace(name, read_tensor(d, file)).second,
+            "checkpoint {}: the name '{}' is stored twice (the second time as {})", file, name,
+            d.dataset.getObjName());
+  };
+  for (const DeclaredDataset& p : params) add(checkpoint.params, join(p.path, '.'), p);
   for (const DeclaredDataset& o : optim) {
     if (o.path.size() == 1) {  // optimizer-wide state, e.g. /optim/step
-      checkpoint.optim.emplace(o.path.front(), read_tensor(o, file));
+      add(checkpoint.optim, o.path.front(), o);
       continue;
     }
     const std::vector<std::string> param(o.path.begin(), o.path.end() - 1);
-    checkpoint.optim.emplace(join(param, '.') + "/" + o.path.back(), read_tensor(o, file));
+    add(checkpoint.optim, join(param, '.') + "/" + o.path.back(), o);
   }
-  for (const DeclaredDataset& m : memory)
-    checkpoint.memory.emplace(join(m.path, '.'), read_tensor(m, file));
-  for (const DeclaredDataset& k : knn_memory)
-    checkpoint.knn_memory.emplace(join(k.path, '/'), read_tensor(k, file));
+  for (const DeclaredDataset& m : memory) add(checkpoint.memory, join(m.path, '.'), m);
+  for (const DeclaredDataset& k : knn_memory) add(checkpoint.knn_memory, join(k.path, '/'), k);
   return checkpoint;
 }
 
@@ -572,7 +573,7 @@ Checkpoint load_checkpoint(const fs::path& path, const DeclaredShapeCheck& check
   std::error_code error;
   require(fs::exists(path, error), "checkpoint {}: no such file", file);
   require(fs::is_regular_file(path, error), "checkpoint {}: not a regular file", file);
-  std::vector<char> image;
+  std::string image;
   try {
     image = read_verified_file(path);
   } catch (const UsageError& digest_error) {

@@ -58,8 +58,14 @@ Checkpoint load_checkpoint(const std::filesystem::path& path,
 void check_shapes_match(const std::map<std::string, Shape>& expected,
                         const std::map<std::string, Shape>& found, const std::string& source);
 
-// check_shapes_match on the shapes of two tensor maps.
+// check_shapes_match on the shapes of two tensor maps, then the same dtype for each
+// (an int64 or uint8 tensor where the model has a float one is refused, not converted).
 void check_params_match(const std::map<std::string, Tensor>& expected,
                         const std::map<std::string, Tensor>& loaded, const std::string& source);
+
+// Requires every floating-point parameter to hold only finite values: eval and sample
+// of NaN or Inf weights would print nonsense with exit 0.
+void require_finite_parameters(const std::map<std::string, Tensor>& params,
+                               const std::string& source);
 
 }  // namespace relpos

@@ -33,7 +33,8 @@ std::optional<std::int64_t> step_of_checkpoint_name(const std::string& filename)
   return step;
 }
 
-// The checkpoints in dir, sorted by step.
+}  // namespace
+
 std::vector<std::pair<std::int64_t, fs::path>> list_checkpoints(const fs::path& dir) {
   std::vector<std::pair<std::int64_t, fs::path>> found;
   std::error_code error;
@@ -46,8 +47,6 @@ std::vector<std::pair<std::int64_t, fs::path>> list_checkpoints(const fs::path& 
   std::sort(found.begin(), found.end());
   return found;
 }
-
-}  // namespace
 
 fs::path checkpoint_path(const fs::path& dir, std::int64_t step) {
   require(step >= 0, "checkpoint_path: step {} is negative", step);

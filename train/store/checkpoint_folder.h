@@ -7,11 +7,17 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace relpos {
 
 // <dir>/ckpt_<step, zero-padded to 8 digits>.h5
 std::filesystem::path checkpoint_path(const std::filesystem::path& dir, std::int64_t step);
+
+// The checkpoints (ckpt_<step>.h5, regular files) in dir with their steps, by step.
+std::vector<std::pair<std::int64_t, std::filesystem::path>> list_checkpoints(
+    const std::filesystem::path& dir);
 
 // The checkpoint in dir with the highest step; nullopt when there is none.
 std::optional<std::filesystem::path> latest_checkpoint(const std::filesystem::path& dir);

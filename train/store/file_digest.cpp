@@ -5,11 +5,11 @@
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
-#include <fstream>
 #include <string>
 #include <system_error>
 
 #include "autograd/error.h"
+#include "data/input_file.h"
 #include "train/store/atomic_file.h"
 
 namespace relpos {
@@ -34,14 +34,18 @@ std::string digest_line(std::uint64_t hash, std::uint64_t size) {
 
 RecordedDigest read_digest(const fs::path& file) {
   const fs::path sidecar = digest_path(file);
-  std::ifstream in(sidecar, std::ios::binary);
-  require(in.good(),
+  std::error_code missing;
+  require(fs::exists(fs::symlink_status(sidecar, missing)),
           "{}: no digest file {} (an interrupted save, or a checkpoint older than format 2); "
           "it is not trusted",
           file.string(), sidecar.string());
-  std::string text(kMaxDigestFileBytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(in.gcount()));
+  std::string text;
+  try {  // one byte more than a digest line may have: a longer file is malformed below
+    text = read_regular_file(sidecar.string(), "digest file " + sidecar.string(),
+                             kMaxDigestFileBytes + 1);
+  } catch (const UsageError& e) {
+    fail("{}: {}", file.string(), e.what());
+  }
   RecordedDigest recorded;
   int consumed = 0;
   const bool parsed = text.size() <= kMaxDigestFileBytes &&
@@ -79,7 +83,7 @@ void remove_digest(const fs::path& file) {
   require(!error, "cannot delete {}: {}", digest_path(file).string(), error.message());
 }
 
-std::vector<char> read_verified_file(const fs::path& file) {
+std::string read_verified_file(const fs::path& file) {
   const RecordedDigest recorded = read_digest(file);
   std::error_code error;
   const std::uintmax_t size = fs::file_size(file, error);
@@ -87,11 +91,7 @@ std::vector<char> read_verified_file(const fs::path& file) {
   require(size == recorded.size,
           "{}: {} bytes, but its digest file records {} (truncated or changed since it was saved)",
           file.string(), size, recorded.size);
-  std::vector<char> bytes(static_cast<std::size_t>(size));
-  std::ifstream in(file, std::ios::binary);
-  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  require(static_cast<std::uintmax_t>(in.gcount()) == size, "{}: cannot read its {} bytes",
-          file.string(), size);
+  std::string bytes = read_regular_file(file.string(), file.string(), size);
   const std::uint64_t actual = fnv1a64(bytes);
   require(actual == recorded.hash,
           "{}: its content digest fnv1a64 {:016x} differs from the recorded {:016x} (the file is "

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <span>
-#include <vector>
+#include <string>
 
 namespace relpos {
 
@@ -26,6 +26,6 @@ void remove_digest(const std::filesystem::path& file);
 // one-line UsageError "<file>: <reason>" for a missing or malformed digest, a size
 // that differs from the recorded one (checked before the file is read), or a
 // mismatching digest.
-std::vector<char> read_verified_file(const std::filesystem::path& file);
+std::string read_verified_file(const std::filesystem::path& file);
 
 }  // namespace relpos

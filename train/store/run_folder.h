@@ -9,7 +9,7 @@ namespace relpos {
 
 enum class RunStart {
   fresh,      // out_dir must be empty (or hold only the lock file)
-  resume,     // continues from a checkpoint: out_dir may hold the run being continued
+  resume,     // continues from a checkpoint: out_dir may hold the run being continued, no other
   overwrite,  // a non-empty out_dir's contents move to a sibling <name>.old-<n> first
 };
 
@@ -20,8 +20,11 @@ class RunFolder {
   // Creates out_dir and out_dir/checkpoints, takes the lock, applies `start`, and
   // probes that both folders are writable. Throws a one-line UsageError when
   // another process holds the lock (naming its pid), when a fresh run finds
-  // out_dir in use (naming --resume and --overwrite), or when a folder is not writable.
-  RunFolder(const std::filesystem::path& out_dir, RunStart start);
+  // out_dir in use (naming --resume and --overwrite), when out_dir holds files no
+  // run writes (fresh or overwrite), when a resume from `resumed_from`, a checkpoint
+  // outside out_dir, finds another run there, or when a folder is not writable.
+  RunFolder(const std::filesystem::path& out_dir, RunStart start,
+            const std::filesystem::path& resumed_from = {});
   ~RunFolder();
   RunFolder(const RunFolder&) = delete;
   RunFolder& operator=(const RunFolder&) = delete;
@@ -31,7 +34,7 @@ class RunFolder {
   const std::filesystem::path& moved_aside() const { return moved_aside_; }
 
  private:
-  void claim(RunStart start);  // with the lock held
+  void claim(RunStart start, const std::filesystem::path& resumed_from);  // with the lock held
 
   std::filesystem::path dir_;
   std::filesystem::path moved_aside_;
