@@ -157,7 +157,7 @@ TEST_CASE(
 
   // A missing or broken model file, or a vocabulary that does not match: one line, exit 2.
   require_one_line_error(train((dir.path() / "e1").string(), ""),
-                         "data.tokenizer.model: '" + model.string() + "' does not exist");
+                         "data.tokenizer.model '" + model.string() + "': cannot open: No such file");
   require_one_line_error(
       train((dir.path() / "e2").string(), "data.tokenizer.model=" + config.string()),
       "not a SentencePiece model");

@@ -8,6 +8,7 @@
 #include "autograd/allocator.h"
 #include "train/device_placement.h"
 #include "train/distributed/distributed.h"
+#include "train/store/atomic_file.h"
 #include "train/store/checkpoint_folder.h"
 #include "train/store/input_output.h"
 

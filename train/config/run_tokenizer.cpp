@@ -1,24 +1,18 @@
 #include "train/config/run_tokenizer.h"
 
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
+#include <fmt/format.h>
+
+#include <cstdint>
 
 #include "autograd/error.h"
+#include "data/input_file.h"
 #include "data/sentencepiece_tokenizer.h"
 
 namespace relpos {
 
 std::string read_tokenizer_model(const std::string& path) {
-  require(std::filesystem::is_regular_file(path),
-          "data.tokenizer.model: '{}' does not exist or is not a file", path);
-  std::ifstream in(path, std::ios::binary);
-  require(in.good(), "data.tokenizer.model: cannot open '{}': {}", path, std::strerror(errno));
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  require(!in.bad(), "data.tokenizer.model: cannot read '{}': {}", path, std::strerror(errno));
-  return bytes;
+  constexpr std::uint64_t kMaxModelBytes = std::uint64_t{1} << 30;  // models are a few MB
+  return read_regular_file(path, fmt::format("data.tokenizer.model '{}'", path), kMaxModelBytes);
 }
 
 std::shared_ptr<const Tokenizer> make_run_tokenizer(const RunConfig& config,
