@@ -156,8 +156,9 @@ TEST_CASE(
   CHECK(r.out.size() > std::string("And God said\n").size());
 
   // A missing or broken model file, or a vocabulary that does not match: one line, exit 2.
-  require_one_line_error(train((dir.path() / "e1").string(), ""),
-                         "data.tokenizer.model '" + model.string() + "': cannot open: No such file");
+  require_one_line_error(
+      train((dir.path() / "e1").string(), ""),
+      "data.tokenizer.model '" + model.string() + "': cannot open: No such file");
   require_one_line_error(
       train((dir.path() / "e2").string(), "data.tokenizer.model=" + config.string()),
       "not a SentencePiece model");
