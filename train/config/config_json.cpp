@@ -3,16 +3,10 @@
 #include <variant>
 
 #include "train/config/config_schema.h"
+#include "train/config/overloaded.h"
 
 namespace relpos {
 namespace {
-
-template <class... Ts>
-struct Overloaded : Ts... {
-  using Ts::operator()...;
-};
-template <class... Ts>
-Overloaded(Ts...) -> Overloaded<Ts...>;
 
 nlohmann::json value_of(const ConfigKey& key, RunConfig& config) {
   return std::visit(Overloaded{

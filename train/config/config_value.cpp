@@ -12,16 +12,10 @@
 #include <vector>
 
 #include "autograd/error.h"
+#include "train/config/overloaded.h"
 
 namespace relpos {
 namespace {
-
-template <class... Ts>
-struct Overloaded : Ts... {
-  using Ts::operator()...;
-};
-template <class... Ts>
-Overloaded(Ts...) -> Overloaded<Ts...>;
 
 // Parses the whole of `text` as a number of type T (a leading '+' is allowed).
 template <class T>
