@@ -85,8 +85,8 @@ TEST_CASE("hostile: a second YAML document in a config or sweep file is an error
           "[hostile][cli]") {
   TempDir box("hostile_yaml");
   const std::string tiny = relpos::testing::tiny_run_yaml();
-  // The second document's first line, after the "---" that follows tiny's lines.
-  const auto second_line = std::count(tiny.begin(), tiny.end(), '\n') + 2;
+  // The line of the "---" that starts the second document, after tiny's lines.
+  const auto second_line = std::count(tiny.begin(), tiny.end(), '\n') + 1;
   box.write("two.yaml", tiny + "---\ntrain: {steps: [broken\n");
   box.write("two_ok.yaml", tiny + "---\ntrain: {steps: 9}\n");
   require_one_line_error(relpos_in(box.path(), {"train", "two_ok.yaml", "--dump-config"}),
@@ -95,7 +95,7 @@ TEST_CASE("hostile: a second YAML document in a config or sweep file is an error
                          {"two.yaml"});
   box.write("sweep.yaml", "out_dir: s\nvariants: [{name: a}]\n---\nout_dir: t\n");
   require_one_line_error(relpos_in(box.path(), {"ablate", "sweep.yaml", "--dry-run"}),
-                         {"sweep.yaml:4", "a second YAML document"});
+                         {"sweep.yaml:3", "a second YAML document"});
 }
 
 TEST_CASE("hostile: the lock file is never opened through a symlink or as another file",

@@ -2,11 +2,14 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
 
 #include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <optional>
+#include <sstream>
 #include <string_view>
 #include <type_traits>
 #include <vector>
@@ -63,21 +66,49 @@ T read_number(const YAML::Node& node, const std::string& prefix, const char* exp
   return *value;
 }
 
+// Counts the documents a YAML::Parser reports and keeps where the last one started.
+struct DocumentStarts final : YAML::EventHandler {
+  int count = 0;
+  YAML::Mark last;
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    ++count;
+    last = mark;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
 }  // namespace
 
 YAML::Node parse_one_yaml_document(const std::string& text, const std::string& origin) {
-  std::vector<YAML::Node> documents;
+  YAML::Node first;
+  std::optional<YAML::Mark> second;  // where a second document starts, if there is one
   try {
-    documents = YAML::LoadAll(text);
+    first = YAML::Load(text);
+    // At most two documents are looked at (YAML::LoadAll on some broken inputs emits empty
+    // documents without end, found by fuzz_config).
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    DocumentStarts starts;
+    if (parser.HandleNextDocument(starts) && parser.HandleNextDocument(starts) && starts.count == 2)
+      second = starts.last;
   } catch (const YAML::Exception& e) {
     fail("{}:{}:{}: invalid YAML: {}", origin, e.mark.line + 1, e.mark.column + 1, e.msg);
   }
-  if (documents.size() > 1) {
-    const YAML::Mark mark = documents[1].Mark();  // none for an empty document
+  if (second) {
     fail("{}{}: a second YAML document; one is read, so the rest would be ignored", origin,
-         mark.line < 0 ? std::string() : fmt::format(":{}", mark.line + 1));
+         second->line < 0 ? std::string() : fmt::format(":{}", second->line + 1));
   }
-  return documents.empty() ? YAML::Node() : documents.front();
+  return first;
 }
 
 std::string ConfigSource::at(const YAML::Node& node) const {
