@@ -27,19 +27,8 @@ using namespace relpos;
 
 namespace {
 
-// The bit patterns of an f32 tensor, row-major.
-std::vector<std::uint32_t> bits(const Tensor& t) {
-  const Tensor c = t.detach().contiguous();
-  std::vector<std::uint32_t> out(static_cast<std::size_t>(c.numel()));
-  std::memcpy(out.data(), c.data<float>(), out.size() * sizeof(float));
-  return out;
-}
-
-Tensor leaf(const Tensor& values) {
-  Tensor t = values.clone();
-  t.set_requires_grad(true);
-  return t;
-}
+using testing::f32_bits;
+using testing::leaf;
 
 }  // namespace
 
@@ -73,12 +62,12 @@ TEST_CASE(
     dw_ref = matmul(transpose(reshape(g, {rows, out}), 0, 1), reshape(x0, {rows, in}));
   }
 
-  REQUIRE(bits(y) == bits(y_ref));
-  REQUIRE(bits(x.grad()) == bits(xr.grad()));
-  REQUIRE(bits(lw1.grad()) == bits(dw_ref));
-  REQUIRE(bits(lw2.grad()) == bits(dw_ref));
-  REQUIRE(bits(lb1.grad()) == bits(rb1.grad()));
-  REQUIRE(bits(lb2.grad()) == bits(rb2.grad()));
+  REQUIRE(f32_bits(y) == f32_bits(y_ref));
+  REQUIRE(f32_bits(x.grad()) == f32_bits(xr.grad()));
+  REQUIRE(f32_bits(lw1.grad()) == f32_bits(dw_ref));
+  REQUIRE(f32_bits(lw2.grad()) == f32_bits(dw_ref));
+  REQUIRE(f32_bits(lb1.grad()) == f32_bits(rb1.grad()));
+  REQUIRE(f32_bits(lb2.grad()) == f32_bits(rb2.grad()));
 }
 
 namespace {

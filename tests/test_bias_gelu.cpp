@@ -23,18 +23,8 @@ using namespace relpos;
 
 namespace {
 
-std::vector<std::uint32_t> bits(const Tensor& t) {
-  const Tensor c = t.detach().contiguous();
-  std::vector<std::uint32_t> out(static_cast<std::size_t>(c.numel()));
-  std::memcpy(out.data(), c.data<float>(), out.size() * sizeof(float));
-  return out;
-}
-
-Tensor leaf(const Tensor& values) {
-  Tensor t = values.clone();
-  t.set_requires_grad(true);
-  return t;
-}
+using testing::f32_bits;
+using testing::leaf;
 
 }  // namespace
 
@@ -56,9 +46,9 @@ TEST_CASE("bias + GELU: the CPU's one pass equals the composed default, 1 and 2 
     cpu.activation_forward(UnaryOp::gelu_tanh, bias, rows, n, z_fused, y_fused, nullptr);
     cpu.Backend::activation_forward(UnaryOp::gelu_tanh, bias, rows, n, z_default, y_default,
                                     nullptr);
-    CHECK(bits(z_fused) == bits(z_default));  // z + bias, kept for the backward
-    CHECK(bits(y_fused) == bits(y_default));
-    results.push_back(bits(y_fused));
+    CHECK(f32_bits(z_fused) == f32_bits(z_default));  // z + bias, kept for the backward
+    CHECK(f32_bits(y_fused) == f32_bits(y_default));
+    results.push_back(f32_bits(y_fused));
   }
   set_num_threads(threads);
   CHECK(results[0] == results[1]);
@@ -98,8 +88,9 @@ TEST_CASE(
     if (!handed_on) h = mul_scalar(h, 1.0);             // exact, into a new tensor
     const Tensor y = linear(h, e, f);
     backward(y, g);
-    return std::vector<std::vector<std::uint32_t>>{bits(y),        bits(x.grad()), bits(a.grad()),
-                                                   bits(c.grad()), bits(e.grad()), bits(f.grad())};
+    return std::vector<std::vector<std::uint32_t>>{f32_bits(y),        f32_bits(x.grad()),
+                                                   f32_bits(a.grad()), f32_bits(c.grad()),
+                                                   f32_bits(e.grad()), f32_bits(f.grad())};
   };
   const auto reference = run(false);
   const auto handed_on = run(true);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -12,6 +14,21 @@
 #include "autograd/tensor.h"
 
 namespace relpos::testing {
+
+// The bit patterns of an f32 tensor, row-major.
+inline std::vector<std::uint32_t> f32_bits(const Tensor& t) {
+  const Tensor c = t.detach().contiguous();
+  std::vector<std::uint32_t> out(static_cast<std::size_t>(c.numel()));
+  std::memcpy(out.data(), c.data<float>(), out.size() * sizeof(float));
+  return out;
+}
+
+// A copy of `values` that requires grad.
+inline Tensor leaf(const Tensor& values) {
+  Tensor t = values.clone();
+  t.set_requires_grad(true);
+  return t;
+}
 
 // Whether train.precision=bf16's matrix products run here (oneDNN and a CPU with
 // AVX-512-BF16 or AMX); where they don't, says "SKIPPED: ..." (ctest reports the test
