@@ -82,6 +82,32 @@ TEST_CASE("hostile checkpoint: external storage and external links are refused",
                       Catch::Contains("/params is a soft or external link"));
 }
 
+TEST_CASE("hostile checkpoint: a virtual dataset is refused, in one line",
+          "[hostile][checkpoint]") {
+  TempDir dir("hostile_virtual");
+  const fs::path path = dir.path() / "ckpt.h5";
+  save_checkpoint(path, small_checkpoint());
+  {  // /params/view: a virtual dataset whose 4 floats are /params/a/b of the same file
+    const H5::H5File h5(path.string(), H5F_ACC_RDWR);
+    const hsize_t dims[1] = {4};
+    const H5::DataSpace space(1, dims);
+    H5::DSetCreatPropList creation;
+    REQUIRE(H5Pset_virtual(creation.getId(), space.getId(), ".", "/params/a/b", space.getId()) >=
+            0);
+    add_zeros_dataset(h5.openGroup("/params"), "view", creation);
+    REQUIRE(h5.openDataSet("/params/view").getCreatePlist().getLayout() == H5D_VIRTUAL);
+  }
+  redigest(path);
+  REQUIRE_THROWS_WITH(load_checkpoint(path),
+                      Catch::Contains("checkpoint " + path.string() +
+                                      ": dataset /params/view is not stored contiguously"));
+  try {
+    load_checkpoint(path);
+  } catch (const std::exception& e) {
+    REQUIRE(std::string(e.what()).find('\n') == std::string::npos);
+  }
+}
+
 TEST_CASE("hostile checkpoint: /state counters are int64 and >= 0, names unique",
           "[hostile][checkpoint]") {
   TempDir dir("hostile_state");

@@ -128,6 +128,19 @@ TEST_CASE("hostile: --overwrite moves a run beside its folder, never a folder of
   REQUIRE(fs::exists(box.path() / "run/checkpoints/ckpt_00000002.h5"));
   REQUIRE_FALSE(fs::exists(box.path() / "run/.old-1"));
 
+  // train.out_dir=. from inside the run: its folder is the run, moved to run.old-2 beside
+  // it (the lock stays), never into a folder inside itself.
+  const std::string second = slurp(box.path() / "run/checkpoints/ckpt_00000002.h5");
+  const auto dot = relpos_in(box.path() / "run", {"train", "../tiny.yaml", "train.out_dir=.",
+                                                  "train.steps=3", "--overwrite"});
+  INFO(dot.err);
+  REQUIRE(dot.exit_code == 0);
+  REQUIRE(slurp(box.path() / "run.old-2/checkpoints/ckpt_00000002.h5") == second);
+  REQUIRE(fs::exists(box.path() / "run/checkpoints/ckpt_00000003.h5"));
+  REQUIRE_FALSE(fs::exists(box.path() / "run/checkpoints/ckpt_00000002.h5"));
+  REQUIRE_FALSE(fs::exists(box.path() / "run/.old-1"));
+  REQUIRE_FALSE(fs::exists(box.path() / "run/run.old-1"));
+
   // A folder of the user's files is no run: neither "already holds a run" nor moved.
   fs::create_directories(box.path() / "mine");
   box.write("mine/notes.txt", "notes\n");
