@@ -28,11 +28,18 @@ std::string shell_quoted(const std::string& word) {
   return quoted + "'";
 }
 
+std::string python_path() { return from_env("RELPOS_PYTHON", "/usr/bin/python3"); }
+std::string script_path() { return from_env("RELPOS_PLOT_SCRIPT", RELPOS_DEFAULT_PLOT_SCRIPT); }
+
 }  // namespace
 
+std::vector<InputFile> plot_script_inputs() {
+  return {{python_path(), "the python interpreter"}, {script_path(), "the plot script"}};
+}
+
 bool run_plot_script(const std::vector<std::string>& args, std::ostream& out) {
-  const std::string python = from_env("RELPOS_PYTHON", "/usr/bin/python3");
-  const std::string script = from_env("RELPOS_PLOT_SCRIPT", RELPOS_DEFAULT_PLOT_SCRIPT);
+  const std::string python = python_path();
+  const std::string script = script_path();
   std::string command = fmt::format("{} {}", shell_quoted(python), shell_quoted(script));
   for (const std::string& arg : args) command += fmt::format(" {}", shell_quoted(arg));
 

@@ -5,7 +5,12 @@
 #include <string>
 #include <vector>
 
+#include "train/store/input_output.h"
+
 namespace relpos {
+
+// The python and the plot script run_plot_script runs: inputs that no output may replace.
+std::vector<InputFile> plot_script_inputs();
 
 // Runs `<python> <script> args...`, with python $RELPOS_PYTHON or /usr/bin/python3
 // and script $RELPOS_PLOT_SCRIPT or the source tree's tools/plot.py. When the

@@ -11,9 +11,12 @@
 
 #include "autograd/error.h"
 #include "train/config/config_value.h"
+#include "train/plot_script.h"
 #include "train/run_state.h"
 #include "train/store/checkpoint.h"
 #include "train/store/checkpoint_folder.h"
+#include "train/store/input_output.h"
+#include "train/store/run_folder.h"
 
 namespace relpos {
 namespace fs = std::filesystem;
@@ -156,6 +159,27 @@ void require_same_config_as_saved_run(const RunConfig& config, const AblationVar
       dir.string());
 }
 
+// No file the sweep reads (the sweep file, its configs, each run's data.source and
+// tokenizer model, the plot script) is one it writes: a report, a figure, a log, or a file of a
+// run.
+void require_inputs_not_written(const AblationSweep& sweep, const std::vector<RunConfig>& configs) {
+  std::vector<InputFile> inputs = plot_script_inputs();
+  inputs.push_back({sweep.file, "the sweep file"});
+  for (const std::string& file : sweep.base) inputs.push_back({file, "the base config file"});
+  for (const AblationVariant& v : sweep.variants)
+    for (const std::string& file : v.files)
+      inputs.push_back({file, "the config file of variant '" + v.name + "'"});
+  std::error_code missing;
+  for (const RunConfig& c : configs) {
+    if (fs::exists(c.data.source, missing)) inputs.push_back({c.data.source, "data.source"});
+    if (c.data.tokenizer_kind != "bytes")
+      inputs.push_back({c.data.tokenizer_model, "data.tokenizer.model"});
+  }
+  require_not_written(inputs, {sweep.out_dir, names_a_sweep_output, "the sweep in out_dir"});
+  for (const RunConfig& c : configs)
+    require_not_written(inputs, run_output_folder(c.train.out_dir));
+}
+
 }  // namespace
 
 std::string AblationSweep::run_label(std::size_t run) const {
@@ -241,6 +265,7 @@ std::vector<RunConfig> resolve_variant_configs(const AblationSweep& sweep) {
       configs.push_back(std::move(run));
     }
   }
+  require_inputs_not_written(sweep, configs);
   return configs;
 }
 

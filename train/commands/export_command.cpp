@@ -15,6 +15,7 @@
 #include "train/config/config.h"
 #include "train/config/config_json.h"
 #include "train/store/checkpoint.h"
+#include "train/store/input_output.h"
 #include "train/store/safetensors.h"
 
 namespace relpos {
@@ -33,6 +34,7 @@ struct ExportOptions {
 void run(const ExportOptions& o) {
   require(o.format == "safetensors", "--format: expected safetensors, got '{}'", o.format);
   const ExportDType dtype = export_dtype_from_name(o.dtype, "--dtype");
+  require_not_an_input(o.output, "-o", checkpoint_inputs(o.checkpoint));
   // The file's parameters must be those of the model its config builds: checked on the
   // declared shapes, before any tensor is read.
   RunConfig config;

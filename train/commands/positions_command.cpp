@@ -16,6 +16,7 @@
 #include "train/commands/commands.h"
 #include "train/plot_script.h"
 #include "train/store/atomic_file.h"
+#include "train/store/input_output.h"
 
 namespace relpos {
 namespace {
@@ -86,9 +87,13 @@ std::string grid_csv(const Grid& grid, const PositionsOptions& o) {
   return out;
 }
 
-// Writes the CSV beside the PNG (x.png: x.csv) and has tools/plot.py draw it.
+// Writes the CSV beside the PNG (x.png: x.csv) and has tools/plot.py draw it (x.png,
+// x.svg); none of the three may be the python or the plot script.
 void write_heatmap(const Grid& grid, const PositionsOptions& o, const std::string& caption) {
   const std::filesystem::path csv = std::filesystem::path(o.png).replace_extension(".csv");
+  for (const char* extension : {".csv", ".png", ".svg"})
+    require_not_an_input(std::filesystem::path(o.png).replace_extension(extension), "--png",
+                         plot_script_inputs());
   write_file_atomic(csv, grid_csv(grid, o));
   std::cerr << "wrote " << csv.string() << "\n";
   run_plot_script({"positions", csv.string(), o.png, "--title",

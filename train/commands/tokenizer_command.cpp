@@ -10,6 +10,7 @@
 #include "data/sentencepiece_tokenizer.h"
 #include "train/commands/commands.h"
 #include "train/store/atomic_file.h"
+#include "train/store/input_output.h"
 
 namespace relpos {
 namespace {
@@ -20,6 +21,7 @@ struct TokenizerTrainOptions {
 };
 
 void run_train(const TokenizerTrainOptions& o) {
+  require_not_an_input(o.output, "-o", {{o.training.text_path, "the training text"}});
   std::cout << fmt::format("training a {} tokenizer of {} pieces on {}\n", o.training.model_type,
                            o.training.vocab_size, o.training.text_path)
             << std::flush;

@@ -11,6 +11,7 @@
 #include "train/metrics.h"
 #include "train/run_summary.h"
 #include "train/store/input_output.h"
+#include "train/store/run_folder.h"
 #include "train/trainer.h"
 
 namespace relpos {
@@ -24,20 +25,45 @@ struct TrainOptions {
   bool dump_config = false;
 };
 
-// --overwrite moves everything in train.out_dir aside: no file the run reads may be there.
-void require_inputs_outside(const TrainOptions& o, const std::vector<std::string>& files,
-                            const RunConfig& config) {
+// The files the run reads: its config files, data.source, the tokenizer model and the
+// --init-from checkpoint.
+std::vector<InputFile> run_inputs(const TrainOptions& o, const std::vector<std::string>& files,
+                                  const RunConfig& config) {
   std::vector<InputFile> inputs;
   for (const std::string& file : files) inputs.push_back({file, "the config file"});
   if (!o.init_from.empty()) inputs.push_back({o.init_from, "the --init-from checkpoint"});
   std::error_code missing;
   if (std::filesystem::exists(config.data.source, missing))
     inputs.push_back({config.data.source, "the data.source file"});
+  if (config.data.tokenizer_kind != "bytes")
+    inputs.push_back({config.data.tokenizer_model, "the data.tokenizer.model file"});
+  return inputs;
+}
+
+// --overwrite moves everything in train.out_dir aside: no file the run reads may be there.
+void require_inputs_outside(const std::vector<InputFile>& inputs, const RunConfig& config) {
   for (const InputFile& input : inputs)
     require(!inside_folder(input.path, config.train.out_dir),
             "--overwrite: {} '{}' lies inside train.out_dir '{}', whose contents would be moved "
             "aside; move it out first or choose another train.out_dir",
             input.role, input.path.string(), config.train.out_dir);
+}
+
+// No file the run reads is one it writes in train.out_dir; a resume may read the run's own
+// config.yaml, which it replaces with the resolved config (the same settings, plus the
+// command line's overrides, which config.<step>.yaml records as well). The --init-from
+// checkpoint is left to the folder's own rule: a checkpoint there makes the folder a run,
+// refused without --overwrite, and --overwrite refuses every input inside it.
+void require_inputs_not_written(std::vector<InputFile> inputs, const TrainOptions& o,
+                                const RunConfig& config) {
+  const std::filesystem::path saved_config =
+      std::filesystem::path(config.train.out_dir) / "config.yaml";
+  std::erase_if(inputs, [&](const InputFile& input) {
+    return input.role == "the --init-from checkpoint" ||
+           (!o.resume.empty() && input.role == "the config file" &&
+            same_file(input.path, saved_config));
+  });
+  require_not_written(inputs, run_output_folder(config.train.out_dir));
 }
 
 void run(const TrainOptions& o) {
@@ -63,7 +89,9 @@ void run(const TrainOptions& o) {
     require(o.resume.empty() || !o.overwrite || !inside_folder(o.resume, config.train.out_dir),
             "train: give --resume (continue the run) or --overwrite (start over), not both, "
             "unless the checkpoint comes from outside train.out_dir");
-    if (o.overwrite) require_inputs_outside(o, files, config);
+    const std::vector<InputFile> inputs = run_inputs(o, files, config);
+    if (o.overwrite) require_inputs_outside(inputs, config);
+    require_inputs_not_written(inputs, o, config);
     if (is_root()) std::cout << "# resolved config\n" << to_yaml(config) << std::flush;
     state = build_run(config);
     if (!o.resume.empty()) {

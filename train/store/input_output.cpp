@@ -45,4 +45,28 @@ void require_not_an_input(const fs::path& output, std::string_view option,
             output.string(), input.role, input.path.string());
 }
 
+void require_not_written(const std::vector<InputFile>& inputs, const OutputFolder& folder) {
+  std::error_code error;
+  // The entries written that exist: an input may be one of them through a hard link.
+  std::vector<fs::path> written;
+  if (fs::is_directory(folder.dir, error))
+    for (const auto& entry : fs::directory_iterator(folder.dir, error))
+      if (folder.writes(entry.path().filename().string())) written.push_back(entry.path());
+  const fs::path dir = resolved(folder.dir);
+  for (const InputFile& input : inputs) {
+    const fs::path relative = resolved(input.path).lexically_relative(dir);
+    fs::path entry;
+    if (!relative.empty() && *relative.begin() != ".." && *relative.begin() != "." &&
+        folder.writes(relative.begin()->string()))
+      entry = folder.dir / *relative.begin();
+    for (const fs::path& file : written)
+      if (entry.empty() && fs::is_regular_file(file, error) && same_file(input.path, file))
+        entry = file;
+    require(entry.empty(),
+            "{} '{}' is written by {} '{}' (as '{}'); an output never replaces an input: move "
+            "it or choose another folder",
+            input.role, input.path.string(), folder.what, folder.dir.string(), entry.string());
+  }
+}
+
 }  // namespace relpos

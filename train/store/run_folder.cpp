@@ -29,14 +29,29 @@ std::string lock_holder(int fd) {
   return pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos ? "unknown" : pid;
 }
 
-// The files a run writes into its folder; one of them (or a checkpoint) makes the
-// folder a run's.
-bool is_run_entry(const fs::directory_entry& entry) {
-  std::string name = entry.path().filename().string();
-  if (name.ends_with(".tmp")) name.resize(name.size() - 4);  // left by a killed run
-  if (name == "checkpoints") return entry.is_directory() && !fs::is_empty(entry.path());
+// The name without the ".tmp" that a killed run's unfinished file carries.
+std::string without_tmp(std::string name) {
+  if (name.ends_with(".tmp")) name.resize(name.size() - 4);
+  return name;
+}
+
+// The files of a run's record: one of them (or a checkpoint) makes the folder a run's.
+bool is_run_record(const std::string& name) {
   return name == "metrics.jsonl" || name == "summary.json" || name == "config.yaml" ||
          name == "ablation.json" || (name.starts_with("config.") && name.ends_with(".yaml"));
+}
+
+bool is_run_entry(const fs::directory_entry& entry) {
+  const std::string name = without_tmp(entry.path().filename().string());
+  if (name == "checkpoints") return entry.is_directory() && !fs::is_empty(entry.path());
+  return is_run_record(name);
+}
+
+// Every entry a run creates, replaces, appends to or removes in its folder. Not
+// tokenizer.model: it is written only where there is none, and a resume may read it.
+bool written_by_run(const std::string& entry) {
+  const std::string name = without_tmp(entry);
+  return is_run_record(name) || name == "checkpoints" || name == kLockFile || name == ".write_test";
 }
 
 // What `dir` holds besides the lock file and an empty checkpoints folder.
@@ -93,6 +108,10 @@ void probe_writable(const fs::path& dir) {
 }
 
 }  // namespace
+
+OutputFolder run_output_folder(const fs::path& out_dir) {
+  return {out_dir, written_by_run, "the run in train.out_dir"};
+}
 
 RunFolder::RunFolder(const fs::path& out_dir, RunStart start, const fs::path& resumed_from)
     : dir_(out_dir) {

@@ -5,7 +5,13 @@
 #include <filesystem>
 #include <string>
 
+#include "train/store/input_output.h"
+
 namespace relpos {
+
+// The entries a run writes in `out_dir` (train/store/input_output.h): its metrics,
+// summary, configs, checkpoints and lock file.
+OutputFolder run_output_folder(const std::filesystem::path& out_dir);
 
 enum class RunStart {
   fresh,      // out_dir must be empty (or hold only the lock file)
