@@ -33,8 +33,13 @@ Corpus load_corpus(const std::string& path, double val_fraction, const Tokenizer
       static_cast<std::int64_t>(std::floor(static_cast<double>(size) * val_fraction));
   const std::string_view text(bytes);
   const auto boundary = static_cast<std::size_t>(size - validation_size);
-  return {path, tokenizer.encode(text.substr(0, boundary)),
-          tokenizer.encode(text.substr(boundary))};
+  // Byte-level tokens are the file's bytes: stored as they are, never as int64 ids.
+  if (dynamic_cast<const ByteTokenizer*>(&tokenizer) != nullptr)
+    return {path, TokenSequence::from_bytes(text.substr(0, boundary)),
+            TokenSequence::from_bytes(text.substr(boundary))};
+  const std::int64_t vocab = tokenizer.vocab_size();
+  return {path, TokenSequence(tokenizer.encode(text.substr(0, boundary)), vocab),
+          TokenSequence(tokenizer.encode(text.substr(boundary)), vocab)};
 }
 
 void require_enough(const Corpus& corpus, Split split, std::int64_t seq_len,

@@ -1,11 +1,12 @@
 #pragma once
 // A text corpus as tokens (bytes by default), split deterministically into train and
-// validation.
+// validation, each stored compactly (token_sequence.h: one byte a byte-level token).
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "data/token_sequence.h"
 #include "data/tokenizer.h"
 
 namespace relpos {
@@ -14,11 +15,11 @@ enum class Split { train, validation };
 std::string_view name_of(Split split);
 
 struct Corpus {
-  std::string path;                      // the file it was read from, for messages
-  std::vector<std::int64_t> train;       // the first bytes of the file
-  std::vector<std::int64_t> validation;  // the last floor(size × val_fraction) bytes
+  std::string path;          // the file it was read from, for messages
+  TokenSequence train;       // the first bytes of the file
+  TokenSequence validation;  // the last floor(size × val_fraction) bytes
 
-  const std::vector<std::int64_t>& tokens(Split split) const {
+  const TokenSequence& tokens(Split split) const {
     return split == Split::train ? train : validation;
   }
 };
@@ -44,10 +45,11 @@ void require_enough(const Corpus& corpus, Split split, std::int64_t seq_len,
 std::string bundled_corpus_path(std::string_view file = "kjv.txt");
 
 // The memory load_corpus needs for a file of `file_bytes`, at most: the file's bytes
-// while they are encoded, and 8 bytes per token of both splits (a byte-level bound: a
-// SentencePiece tokenizer makes fewer tokens), plus a validation split's worth of margin.
-inline double corpus_load_bytes(double file_bytes, double val_fraction) {
-  return file_bytes * (1 + 8 * (1 + val_fraction));
+// while they are encoded, and the tokens: one byte each for byte-level tokens; for
+// another tokenizer, at most one token a byte, the int64 ids its encoder returns for a
+// split (freed once stored) and 4 bytes each stored (2 for vocabularies up to 65,536).
+inline double corpus_load_bytes(double file_bytes, bool byte_tokens) {
+  return file_bytes * (byte_tokens ? 2 : 1 + 8 + 4);
 }
 
 }  // namespace relpos

@@ -8,13 +8,13 @@ namespace relpos {
 namespace {
 
 // Writes the window starting at tokens[start] into row `row` of the batch.
-void fill_row(Batch& batch, std::int64_t row, std::span<const std::int64_t> tokens,
-              std::int64_t start) {
+void fill_row(Batch& batch, std::int64_t row, const TokenSequence& tokens, std::int64_t start) {
   const std::int64_t seq_len = batch.inputs.size(1);
   std::int64_t* inputs = batch.inputs.data<std::int64_t>() + row * seq_len;
   std::int64_t* targets = batch.targets.data<std::int64_t>() + row * seq_len;
-  std::copy_n(tokens.begin() + start, seq_len, inputs);
-  std::copy_n(tokens.begin() + start + 1, seq_len, targets);
+  const auto at = static_cast<std::size_t>(start), count = static_cast<std::size_t>(seq_len);
+  tokens.copy(at, count, inputs);
+  tokens.copy(at + 1, count, targets);
 }
 
 }  // namespace
@@ -32,8 +32,8 @@ SamplerState SamplerState::from_words(std::span<const std::uint64_t> words) {
   return {{words[0], words[1], words[2], words[3]}, words[4]};
 }
 
-Batch random_windows(std::span<const std::int64_t> tokens, std::int64_t seq_len,
-                     std::int64_t batch_size, Rng& rng) {
+Batch random_windows(const TokenSequence& tokens, std::int64_t seq_len, std::int64_t batch_size,
+                     Rng& rng) {
   const auto size = static_cast<std::int64_t>(tokens.size());
   require(size > seq_len, "random_windows: {} tokens cannot hold a window of seq_len {} + 1", size,
           seq_len);
@@ -46,7 +46,7 @@ Batch random_windows(std::span<const std::int64_t> tokens, std::int64_t seq_len,
   return batch;
 }
 
-std::vector<Batch> sequential_windows(std::span<const std::int64_t> tokens, std::int64_t seq_len,
+std::vector<Batch> sequential_windows(const TokenSequence& tokens, std::int64_t seq_len,
                                       std::int64_t rows, std::int64_t max_batches) {
   require(seq_len >= 1 && rows >= 1, "sequential_windows: seq_len {} and rows {} must be >= 1",
           seq_len, rows);
@@ -71,7 +71,7 @@ std::int64_t stream_segments_per_row(std::size_t tokens, std::int64_t seq_len, s
   return part / seq_len;
 }
 
-Batch stream_segment(std::span<const std::int64_t> tokens, std::int64_t seq_len, std::int64_t rows,
+Batch stream_segment(const TokenSequence& tokens, std::int64_t seq_len, std::int64_t rows,
                      std::uint64_t index) {
   const std::int64_t segments = stream_segments_per_row(tokens.size(), seq_len, rows);
   require(segments >= 1, "stream_segment: {} tokens cannot hold {} rows of seq_len {} + 1",

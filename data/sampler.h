@@ -8,6 +8,7 @@
 
 #include "autograd/random.h"
 #include "data/batch.h"
+#include "data/token_sequence.h"
 
 namespace relpos {
 
@@ -27,14 +28,14 @@ struct SamplerState {
 // uniform offset in [0, size − seq_len − 1]; inputs = window[0..L),
 // targets = window[1..L] (the next token at every position).
 // Needs tokens.size() > seq_len (callers check with require_enough).
-Batch random_windows(std::span<const std::int64_t> tokens, std::int64_t seq_len,
-                     std::int64_t batch_size, Rng& rng);
+Batch random_windows(const TokenSequence& tokens, std::int64_t seq_len, std::int64_t batch_size,
+                     Rng& rng);
 
 // Non-overlapping windows in order: window k has inputs tokens[kL, kL+L) and
 // targets tokens[kL+1, kL+L+1), so every token after the first is scored once.
 // Consecutive windows form batches of `rows`; at most `max_batches` batches,
 // the last one possibly with fewer rows; a partial window is never produced.
-std::vector<Batch> sequential_windows(std::span<const std::int64_t> tokens, std::int64_t seq_len,
+std::vector<Batch> sequential_windows(const TokenSequence& tokens, std::int64_t seq_len,
                                       std::int64_t rows, std::int64_t max_batches);
 
 // Segment `index` of `rows` contiguous streams: the tokens are cut into `rows`
@@ -42,7 +43,7 @@ std::vector<Batch> sequential_windows(std::span<const std::int64_t> tokens, std:
 // segment (index mod S) of part r, S = P / seq_len: inputs part[sL, sL+L),
 // targets one token later. Consecutive indices give each row consecutive text
 // (it starts over after its last whole segment). Needs S >= 1.
-Batch stream_segment(std::span<const std::int64_t> tokens, std::int64_t seq_len, std::int64_t rows,
+Batch stream_segment(const TokenSequence& tokens, std::int64_t seq_len, std::int64_t rows,
                      std::uint64_t index);
 
 // Segments per row of stream_segment: (size − 1) / rows / seq_len.

@@ -81,8 +81,8 @@ TEST_CASE("corpus split: the last val_fraction of the bytes is validation", "[da
   const std::string file = dir.write("corpus.txt", text).string();
   const Corpus corpus = load_corpus(file, 0.1);
   REQUIRE(corpus.path == file);
-  REQUIRE(corpus.train == encode_bytes(text.substr(0, 900)));
-  REQUIRE(corpus.validation == encode_bytes(text.substr(900)));
+  REQUIRE(corpus.train.to_vector() == encode_bytes(text.substr(0, 900)));
+  REQUIRE(corpus.validation.to_vector() == encode_bytes(text.substr(900)));
 
   const Corpus odd = load_corpus(file, 0.0555);  // floor(55.5) = 55 validation bytes
   REQUIRE(odd.validation.size() == 55);
@@ -102,7 +102,7 @@ TEST_CASE("the bundled corpus is found and split", "[data]") {
   const Corpus corpus = load_corpus(path, 0.05);
   REQUIRE(corpus.validation.size() == size / 20);
   REQUIRE(corpus.train.size() + corpus.validation.size() == size);
-  REQUIRE(decode_bytes(std::span(corpus.train).first(16)) == "In the beginning");
+  REQUIRE(decode_bytes(std::span(corpus.train.to_vector()).first(16)) == "In the beginning");
 
   const char* outer = std::getenv("RELPOS_DATA_DIR");
   const std::string saved = outer != nullptr ? outer : "";
@@ -216,7 +216,8 @@ TEST_CASE("the sampler is seeded and resumes bit-exactly from its state", "[data
 
 TEST_CASE("sequential windows cover the validation split in order", "[data]") {
   const std::vector<std::int64_t> tokens = encode_bytes(sample_text(103));
-  const std::vector<Batch> batches = sequential_windows(tokens, 10, 4, 100);
+  const TokenSequence sequence = TokenSequence::from_bytes(sample_text(103));
+  const std::vector<Batch> batches = sequential_windows(sequence, 10, 4, 100);
   REQUIRE(batches.size() == 3);  // 10 full windows (102 tokens scored): 4 + 4 + 2 rows
   REQUIRE(batches[2].inputs.shape() == Shape{2, 10});
   for (std::size_t b = 0; b < batches.size(); ++b)
@@ -225,8 +226,8 @@ TEST_CASE("sequential windows cover the validation split in order", "[data]") {
       REQUIRE(row_of(batches[b].inputs, r) == std::vector<std::int64_t>(start, start + 10));
       REQUIRE(row_of(batches[b].targets, r) == std::vector<std::int64_t>(start + 1, start + 11));
     }
-  REQUIRE(sequential_windows(tokens, 10, 4, 2).size() == 2);
-  REQUIRE(sequential_windows(tokens, 200, 4, 2).empty());
+  REQUIRE(sequential_windows(sequence, 10, 4, 2).size() == 2);
+  REQUIRE(sequential_windows(sequence, 200, 4, 2).empty());
 }
 
 TEST_CASE("corpus evaluation scores the same bytes at every length", "[data]") {

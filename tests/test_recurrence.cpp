@@ -31,8 +31,9 @@ using testing::relative_schemes;
 using testing::segment;
 
 TEST_CASE("stream segments: each row continues its own part of the text", "[recurrence]") {
-  std::vector<std::int64_t> tokens(41);
-  for (std::size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<std::int64_t>(i);
+  std::vector<std::int64_t> ids(41);
+  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::int64_t>(i);
+  const TokenSequence tokens(ids, kByteVocabSize);
   // 2 rows of (41 - 1) / 2 = 20 tokens: 3 whole segments of 6 per row.
   REQUIRE(stream_segments_per_row(tokens.size(), 6, 2) == 3);
   for (std::uint64_t index = 0; index < 4; ++index) {
@@ -135,7 +136,7 @@ TEST_CASE("stream evaluation: memory covering the past scores like one long wind
   Rng rng(73);
   // 2 streams of 12 scored tokens each: (25 - 1) / 2 = 12, 3 segments of 4.
   const Tensor tokens = random_tokens(1, 25, rng);
-  const std::span<const std::int64_t> text(tokens.data<std::int64_t>(), 25);
+  const TokenSequence text(std::span(tokens.data<std::int64_t>(), 25), testing::kVocab);
   const auto points = evaluate_streams(*model, text, {kSegment}, {0, 2 * kSegment}, 2, 10);
   REQUIRE(points.size() == 2);
   REQUIRE(points[1].tokens == 24);

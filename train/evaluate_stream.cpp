@@ -12,8 +12,7 @@
 
 namespace relpos {
 
-std::vector<StreamEvalPoint> evaluate_streams(TransformerLM& model,
-                                              std::span<const std::int64_t> tokens,
+std::vector<StreamEvalPoint> evaluate_streams(TransformerLM& model, const TokenSequence& tokens,
                                               const std::vector<std::int64_t>& lengths,
                                               const std::vector<std::int64_t>& mem_lens,
                                               std::int64_t rows, std::int64_t segments,

@@ -7,6 +7,7 @@
 #include <span>
 #include <vector>
 
+#include "data/token_sequence.h"
 #include "data/tokenizer.h"
 #include "layers/transformer.h"
 
@@ -30,8 +31,7 @@ struct StreamEvalPoint {
 // stream, for every size in `knn_sizes` (empty: the model's model.knn_memory.size;
 // 0: a memory that holds nothing, so the layer keeps its local attention). Bits per
 // byte count the bytes `tokenizer` says the scored tokens stand for.
-std::vector<StreamEvalPoint> evaluate_streams(TransformerLM& model,
-                                              std::span<const std::int64_t> tokens,
+std::vector<StreamEvalPoint> evaluate_streams(TransformerLM& model, const TokenSequence& tokens,
                                               const std::vector<std::int64_t>& lengths,
                                               const std::vector<std::int64_t>& mem_lens,
                                               std::int64_t rows, std::int64_t segments,

@@ -135,7 +135,7 @@ MemoryEstimate estimate_memory(const RunConfig& config) {
   const std::uintmax_t file_bytes =
       corpus.empty() ? 0 : std::filesystem::file_size(corpus, unknown);
   if (!corpus.empty() && !unknown)
-    e.corpus = corpus_load_bytes(d(file_bytes), config.data.val_fraction);
+    e.corpus = corpus_load_bytes(d(file_bytes), config.data.tokenizer_kind == "bytes");
   return e;
 }
 
