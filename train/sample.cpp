@@ -13,9 +13,12 @@
 namespace relpos {
 namespace {
 
-Tensor as_batch(const std::vector<std::int64_t>& tokens, Device device) {
-  Tensor t = Tensor::empty({1, static_cast<std::int64_t>(tokens.size())}, DType::i64);
+// (1, length): the tokens, then their last one repeated up to `length`.
+Tensor as_batch(const std::vector<std::int64_t>& tokens, Device device, std::int64_t length = 0) {
+  length = std::max(length, static_cast<std::int64_t>(tokens.size()));
+  Tensor t = Tensor::empty({1, length}, DType::i64);
   std::copy(tokens.begin(), tokens.end(), t.data<std::int64_t>());
+  std::fill(t.data<std::int64_t>() + tokens.size(), t.data<std::int64_t>() + length, tokens.back());
   return t.to(device);
 }
 
@@ -40,11 +43,19 @@ std::int64_t draw(const std::vector<double>& logits, const SampleOptions& o, Rng
   return order[keep - 1];
 }
 
-std::vector<double> last_row(const Tensor& logits) {  // (1, L, V) -> the last position's V
-  return slice(logits, 1, logits.size(1) - 1, logits.size(1)).to_vector();
+// (1, L, V) -> position `at`'s V logits.
+std::vector<double> row_at(const Tensor& logits, std::int64_t at) {
+  return slice(logits, 1, at, at + 1).to_vector();
 }
 
 }  // namespace
+
+std::int64_t recompute_length(const PositionScheme& scheme, std::int64_t length) {
+  if (scheme.rotation_depends_on_length()) return length;
+  const std::int64_t padded = (length + kRecomputeBucket - 1) / kRecomputeBucket * kRecomputeBucket;
+  const std::int64_t limit = scheme.max_length();
+  return limit > 0 && padded > limit ? std::max(limit, length) : padded;
+}
 
 std::vector<std::int64_t> generate(TransformerLM& model, const std::vector<std::int64_t>& prompt,
                                    const SampleOptions& o,
@@ -65,10 +76,18 @@ std::vector<std::int64_t> generate(TransformerLM& model, const std::vector<std::
   const Device device = device_of(model);
   // A rotation that depends on the length (dynamic NTK) leaves nothing to cache.
   const bool use_cache = o.use_cache && !model.position().rotation_depends_on_length();
-  Tensor logits = use_cache ? model.forward(as_batch(prompt, device), state, true)
-                            : model.forward(as_batch(prompt, device));
+  // Recomputing, the context is padded (recompute_length): the logits of its last real
+  // position are read.
+  const auto recompute = [&] {
+    return model.forward(
+        as_batch(context, device,
+                 recompute_length(model.position(), static_cast<std::int64_t>(context.size()))));
+  };
+  Tensor logits = use_cache ? model.forward(as_batch(prompt, device), state, true) : recompute();
   for (std::int64_t n = 0; n < o.tokens; ++n) {
-    const std::vector<double> row = last_row(logits);
+    const auto last =
+        use_cache ? logits.size(1) - 1 : static_cast<std::int64_t>(context.size()) - 1;
+    const std::vector<double> row = row_at(logits, last);
     require(std::all_of(row.begin(), row.end(), [](double v) { return std::isfinite(v); }),
             "sample: the model's logits are not finite at generated token {} (its weights "
             "overflow); nothing sensible can be drawn",
@@ -78,8 +97,7 @@ std::vector<std::int64_t> generate(TransformerLM& model, const std::vector<std::
     if (on_token) on_token(next);
     context.push_back(next);
     if (n + 1 == o.tokens) break;
-    logits = use_cache ? model.forward(as_batch({next}, device), state, true)
-                       : model.forward(as_batch(context, device));
+    logits = use_cache ? model.forward(as_batch({next}, device), state, true) : recompute();
   }
   return generated;
 }

@@ -94,6 +94,7 @@ struct State {
   dnnl::stream stream{engine};
   std::map<Key, Entry> primitives;
   std::uint64_t uses = 0;
+  std::uint64_t made = 0;  // primitives created: one per miss
   std::mutex mutex;
 };
 
@@ -108,6 +109,7 @@ Entry& cached_entry(State& st, const Key& key, Make make) {
           st.primitives.begin(), st.primitives.end(),
           [](const auto& x, const auto& y) { return x.second.last_use < y.second.last_use; }));
     found = st.primitives.emplace(key, make()).first;
+    ++st.made;
   }
   found->second.last_use = ++st.uses;
   return found->second;
@@ -162,6 +164,12 @@ std::size_t onednn_cached_primitives() {
   return st.primitives.size();
 }
 
+std::uint64_t onednn_primitives_made() {
+  State& st = state();
+  const std::lock_guard lock(st.mutex);
+  return st.made;
+}
+
 void onednn_gemm(const GemmArgs& g) {
   if (g.dtype != DType::f32) throw InternalError("onednn_gemm: expected f32 operands");
   const bool bf16 = g.precision == Precision::bf16;
@@ -196,6 +204,8 @@ void onednn_gemm(const GemmArgs& g) {
 bool onednn_built() { return false; }
 
 std::size_t onednn_cached_primitives() { return 0; }
+
+std::uint64_t onednn_primitives_made() { return 0; }
 
 void onednn_gemm(const GemmArgs&) {
   fail("train.precision=bf16 is not available: {}", bf16_unavailable_reason());

@@ -6,6 +6,7 @@
 // A primitive is created once per shape and layout and kept, up to 256 of them (the
 // least recently used one is dropped for a new one).
 #include <cstddef>
+#include <cstdint>
 
 #include "autograd/backend.h"
 #include "autograd/bf16_support.h"
@@ -17,6 +18,10 @@ bool onednn_built();
 
 // How many primitives are kept now (at most 256).
 std::size_t onednn_cached_primitives();
+
+// How many primitives were created so far (one per new shape and layout, and one per
+// shape made again after the cache dropped it): what a run's shapes cost.
+std::uint64_t onednn_primitives_made();
 
 // args.dtype must be f32. Throws UsageError when bf16 is asked and unavailable.
 void onednn_gemm(const GemmArgs& args);

@@ -36,6 +36,8 @@ class LearnedPosition final : public PositionScheme {
     return add(x, slice(table_, 0, start, start + len));  // (B, L, d) + (L, d)
   }
 
+  std::int64_t max_length() const override { return table_.size(0); }
+
  private:
   Tensor table_;  // (max_len, d_model)
   std::int64_t randomized_max_len_;

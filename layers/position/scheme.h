@@ -56,6 +56,9 @@ class PositionScheme : public Module {
   // cache or segment memory from a shorter sequence is never reusable (TransformerLM
   // refuses them; decoding recomputes the whole sequence).
   virtual bool rotation_depends_on_length() const { return false; }
+  // The most positions the scheme can place (learned absolute positions: max_len); 0 for
+  // no limit.
+  virtual std::int64_t max_length() const { return 0; }
   // The relative terms of attention layer `layer` for q_len queries against k_len keys.
   virtual PositionTerms terms(std::int64_t /*layer*/, std::int64_t /*q_len*/,
                               std::int64_t /*k_len*/) const {
