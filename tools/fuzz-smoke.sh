@@ -17,13 +17,16 @@ if command -v ccache >/dev/null 2>&1; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCH
 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
   -DCMAKE_CXX_COMPILER=clang++ "${launcher[@]}" -DRELPOS_FUZZ=ON -DRELPOS_CUDA=OFF \
   -DRELPOS_BUILD_TESTS=OFF -DRELPOS_BUILD_BENCH=OFF >/dev/null
-cmake --build build-fuzz -j"$(nproc)" --target fuzz_config fuzz_checkpoint
+cmake --build build-fuzz -j"$(nproc)" --target fuzz_config fuzz_checkpoint fuzz_checkpoint_resealed
 # HDF5 1.10 leaks internal blocks after some corrupt metadata (not relpos memory;
 # docs/checkpoint.md): leak detection stays on for the config harness only.
-declare -A leak_check=([config]=1 [checkpoint]=0)
-for target in config checkpoint; do
+# fuzz_checkpoint_resealed (digests and HDF5 checksums recomputed after each mutation,
+# docs/fuzzing.md) starts from the checkpoint seeds.
+declare -A leak_check=([config]=1 [checkpoint]=0 [checkpoint_resealed]=0)
+declare -A seeds=([config]=config [checkpoint]=checkpoint [checkpoint_resealed]=checkpoint)
+for target in config checkpoint checkpoint_resealed; do
   corpus=$(mktemp -d)
-  cp tests/fuzz/corpus/"$target"/* "$corpus"/
+  cp tests/fuzz/corpus/"${seeds[$target]}"/* "$corpus"/
   echo "fuzz-smoke: fuzz_$target for ${seconds}s"
   status=0
   ASAN_OPTIONS=detect_leaks="${leak_check[$target]}" OMP_NUM_THREADS=1 \
