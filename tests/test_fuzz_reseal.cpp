@@ -82,3 +82,18 @@ TEST_CASE("fuzz reseal: an edited /state value and parameter reach the parser",
   REQUIRE(loaded.step == 7);
   REQUIRE(loaded.params.at("a.b").data<float>()[2] == 9.0f);
 }
+
+TEST_CASE("fuzz finding: a link info address outside the file is refused before HDF5 sees it",
+          "[fuzz][checkpoint][hostile]") {
+  // Found by fuzz_checkpoint_resealed in its first seconds: 4 bytes of the root group's
+  // link info message changed (its heap address, checksums recomputed). Before: SIGSEGV
+  // inside HDF5 (H5Gget_info -> H5B2_open -> H5F__accum_read).
+  TempDir dir("fuzz_finding");
+  const fs::path path = dir.path() / "finding.h5";
+  std::string image = slurp(testing::source_dir() / "tests/fuzz/findings/link_info_address.h5");
+  fuzzing::reseal_checkpoint_image(image);  // as the harness did
+  write_with_digest(path, image);
+  REQUIRE_THROWS_WITH(load_checkpoint(path), Catch::Contains("checkpoint " + path.string()) &&
+                                                 Catch::Contains("a group's link heap") &&
+                                                 Catch::Contains("lies outside the 40697-byte"));
+}
