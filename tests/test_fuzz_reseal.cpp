@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/error.h"
 #include "tests/fixture.h"
 #include "tests/fuzz/hdf5_reseal.h"
 #include "tests/test_files.h"
@@ -96,4 +97,18 @@ TEST_CASE("fuzz finding: a link info address outside the file is refused before 
   REQUIRE_THROWS_WITH(load_checkpoint(path), Catch::Contains("checkpoint " + path.string()) &&
                                                  Catch::Contains("a group's link heap") &&
                                                  Catch::Contains("lies outside the 40697-byte"));
+}
+
+TEST_CASE("fuzz finding: a malformed link message is refused before HDF5 sees it",
+          "[fuzz][checkpoint][hostile]") {
+  // Found by fuzz_checkpoint_resealed in its first seconds, after the finding above was
+  // fixed: a mutated compact link message. Before: SIGSEGV inside HDF5, which freed an
+  // unset pointer (H5Lget_name_by_idx -> H5G__link_release_table -> H5MM_xfree).
+  TempDir dir("fuzz_finding");
+  const fs::path path = dir.path() / "finding.h5";
+  std::string image = slurp(testing::source_dir() / "tests/fuzz/findings/link_message_free.h5");
+  fuzzing::reseal_checkpoint_image(image);
+  write_with_digest(path, image);
+  REQUIRE_THROWS_AS(load_checkpoint(path), UsageError);
+  REQUIRE_THROWS_WITH(load_checkpoint(path), Catch::StartsWith("checkpoint " + path.string()));
 }

@@ -47,7 +47,7 @@ TEST_CASE("outputs never inputs: export -o and tokenizer train -o never replace 
   const fs::path text = box.write("text.txt", "some training text\n");
   fs::create_symlink(text, box.path() / "model.model");
   // Before: the training text replaced by the model (through the symlink: by name).
-  for (const std::string& output : {"text.txt", "model.model"})
+  for (const std::string output : {"text.txt", "model.model"})
     require_one_line_error(relpos_in(box.path(), {"tokenizer", "train", "text.txt", "--vocab-size",
                                                   "300", "-o", output}),
                            {"-o '" + output + "'", "the training text 'text.txt'"});

@@ -76,6 +76,8 @@ TEST_CASE("the padded recompute gives the logits of the unpadded context for eve
       NoGradGuard no_grad;
       std::vector<std::int64_t> ids;
       for (int i = 0; i < 37; ++i) ids.push_back(static_cast<std::int64_t>(rng.below(256)));
+      const std::int64_t limit = model.position().max_length();
+      if (limit > 0 && limit < 64) continue;  // too short for 37 tokens; the next case
       const std::int64_t padded = recompute_length(model.position(), 37);
       if (testing::rotation_depends_on_length(position)) {
         REQUIRE(padded == 37);

@@ -109,22 +109,35 @@ class AddressCheck {
     }
   }
 
-  // A hard link's target is an object header to walk too.
+  // A link message, which must be well formed as HDF5 writes it (HDF5 1.10 freed an unset
+  // pointer after reading a malformed one); a hard link's target is walked too.
   void link(std::uint64_t p, std::uint64_t end) {
-    const auto flags = static_cast<std::uint8_t>(image_[p + 1]);
+    const std::uint64_t start = p;
+    const auto byte = [&](std::uint64_t at) { return static_cast<std::uint8_t>(image_[at]); };
+    const std::uint8_t flags = byte(p + 1);
+    bool ok = byte(p) == 1 && (flags & 0xe0) == 0;  // version 1, no unknown flag
     p += 2;
-    std::uint8_t link_type = 0;
-    if (flags & 0x08) {
-      if (p >= end) return;
-      link_type = static_cast<std::uint8_t>(image_[p++]);
-    }
-    p += ((flags & 0x04) ? 8 : 0) + ((flags & 0x10) ? 1 : 0);
+    std::uint8_t link_type = 0;  // hard unless stated
+    if (ok && (flags & 0x08)) link_type = p < end ? byte(p++) : 0xff;
+    if (flags & 0x04) p += 8;                                  // creation order
+    if (ok && (flags & 0x10)) ok = p < end && byte(p++) <= 1;  // ASCII or UTF-8 name
     const unsigned width = 1u << (flags & 0x03);
-    if (link_type != 0 || p > end || end - p < width) return;
-    const std::uint64_t name_length = le(p, width);
-    p += width;
-    if (name_length > end - p || end - p - name_length < 8) return;
-    pending_.push_back(le(p + name_length));
+    ok = ok && p <= end && end - p >= width;
+    const std::uint64_t name_length = ok ? le(p, width) : 0;
+    p += ok ? width : 0;
+    ok = ok && name_length >= 1 && name_length <= end - p;
+    p += ok ? name_length : 0;
+    if (ok && link_type == 0) {
+      ok = end - p >= 8;
+      if (ok) {
+        require_inside(le(p), "a hard link's object");
+        pending_.push_back(le(p));
+      }
+    } else if (ok) {  // soft (1) or external (64): a length, then that many bytes
+      ok = (link_type == 1 || link_type == 64) && end - p >= 2 && le(p, 2) <= end - p - 2;
+    }
+    require(ok, "checkpoint {}: the link message at byte {} is malformed (corrupt or edited)",
+            file_, start);
   }
 
   std::span<const char> image_;
