@@ -94,9 +94,9 @@ Tensor scaled_attention(const Tensor& q, const Tensor& k, const Tensor& v,
 
   // Content scores (B, H, Lq, Lk); XL adds its global content bias u to q.
   Tensor scores = matmul(xl ? add(q, head_bias(terms.xl_u)) : q, k_t);
-  // Outside the chunk band a score of -inf stays -inf after every term and softmax
+  // Outside the chunk band or the window a score of -inf stays -inf after every term and softmax
   // gives it probability 0 and gradient 0 (on the fused path too).
-  if (chunk.enabled())
+  if (chunk.banded())
     scores = masked_fill(scores, chunk_mask(q_len, k_len, chunk, q.device()),
                          -std::numeric_limits<double>::infinity());
   RelativeTerms rt;

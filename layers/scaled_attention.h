@@ -27,7 +27,8 @@ enum class AttentionPath { flash, fused, composed };
 const char* name_of(AttentionPath path);
 
 // `chunk` (size 0: none) restricts each query to its chunk band (streaming encoders,
-// docs/streaming.md): flash applies it per tile, fused and composed as a mask.
+// docs/streaming.md), and chunk.window (0: none) to its sliding window: flash applies
+// both per tile, fused and composed as a mask.
 Tensor scaled_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                         const PositionTerms& terms, bool causal,
                         AttentionPath path = AttentionPath::flash,

@@ -48,6 +48,8 @@ void require_same(const RunConfig& a, const RunConfig& b) {
   CHECK(ma.tie_embeddings == mb.tie_embeddings);
   CHECK(ma.causal == mb.causal);
   CHECK(ma.attention_path == mb.attention_path);
+  CHECK(ma.attention_window == mb.attention_window);
+  CHECK(ma.layer_positions == mb.layer_positions);
   CHECK(ma.attention_chunk.size == mb.attention_chunk.size);
   CHECK(ma.attention_chunk.left_chunks == mb.attention_chunk.left_chunks);
   CHECK(ma.attention_chunk.dynamic == mb.attention_chunk.dynamic);
@@ -104,7 +106,7 @@ void require_same(const RunConfig& a, const RunConfig& b) {
 }
 
 // require_same compares this many keys; a new key must be added there too.
-constexpr std::size_t kComparedKeys = 77;
+constexpr std::size_t kComparedKeys = 78;
 
 // Every key set to a value other than its default (and valid together).
 const char* const kEveryKeyYaml = R"(model:
@@ -118,6 +120,7 @@ const char* const kEveryKeyYaml = R"(model:
   tie_embeddings: false
   causal: false
   attention: composed
+  attention_window: [0]  # a window (> 0) needs a causal model
   attention_chunk:
     size: 8
     left_chunks: 2
@@ -213,6 +216,7 @@ RunConfig every_key_expected() {
              AttentionPath::composed,
              {8, 2, true},
              {2, 96, 8}};
+  c.model.attention_window = {0};
   PositionConfig& p = c.model.position;
   p.scheme = "shaw";
   p.set("max_len", std::int64_t{4096});

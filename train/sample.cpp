@@ -64,7 +64,7 @@ std::vector<std::int64_t> generate(TransformerLM& model, const std::vector<std::
   DecodeState state;
   const Device device = device_of(model);
   // A rotation that depends on the length (dynamic NTK) leaves nothing to cache.
-  const bool use_cache = o.use_cache && !model.position().rotation_depends_on_length();
+  const bool use_cache = o.use_cache && !model.positions_depend_on_length();
   Tensor logits = use_cache ? model.forward(as_batch(prompt, device), state, true)
                             : model.forward(as_batch(prompt, device));
   for (std::int64_t n = 0; n < o.tokens; ++n) {

@@ -21,10 +21,11 @@ void check_terms(const Tensor& q, const Tensor& k, const FlashTerms& terms) {
       fail("flash_attention: distance bias {} must be (H, Lq+Lk-1) = ({}, {})",
            terms.distance_bias.describe(), heads, q_len + k_len - 1);
   }
-  require(terms.chunk.size >= 0 && terms.chunk.left_chunks >= -1 && terms.chunk.key_origin >= 0,
-          "flash_attention: chunk size {} must be >= 0, left_chunks {} >= -1 and key origin {} "
-          ">= 0",
-          terms.chunk.size, terms.chunk.left_chunks, terms.chunk.key_origin);
+  require(terms.chunk.size >= 0 && terms.chunk.left_chunks >= -1 && terms.chunk.key_origin >= 0 &&
+              terms.chunk.window >= 0,
+          "flash_attention: chunk size {} must be >= 0, left_chunks {} >= -1, key origin {} "
+          ">= 0 and window {} >= 0",
+          terms.chunk.size, terms.chunk.left_chunks, terms.chunk.key_origin, terms.chunk.window);
   require(terms.clip >= 0, "flash_attention: Shaw's clipping distance {} must be >= 0", terms.clip);
   if (terms.clipped.defined()) {
     check_same_kind(q, terms.clipped, "flash_attention");

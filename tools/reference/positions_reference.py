@@ -58,24 +58,25 @@ def param_shapes(scheme, cfg):
 
 def forward(scheme, cfg, q, k, v, params):
     causal = cfg["causal"]
+    window = cfg.get("window", 0)  # a causal sliding window (model.attention_window)
     if scheme == "none":
-        return ps.attn_none(q, k, v, causal)
+        return ps.attn_none(q, k, v, causal, window)
     if scheme == "t5":
         return ps.attn_t5(q, k, v, params["t5_table"], causal, cfg["num_buckets"],
-                          cfg["max_distance"], cfg["bidirectional"], cfg["scale"])
+                          cfg["max_distance"], cfg["bidirectional"], cfg["scale"], window)
     if scheme == "shaw":
         return ps.attn_shaw(q, k, v, causal, cfg["max_rel"], cfg["per_head"],
-                            params.get("shaw_keys"), params.get("shaw_values"))
+                            params.get("shaw_keys"), params.get("shaw_values"), window)
     if scheme == "xl":
         return ps.attn_xl(q, k, v, params["xl_w_r"], params["xl_u"], params["xl_v"],
-                          causal, cfg["d_model"], cfg["clamp_len"])
+                          causal, cfg["d_model"], cfg["clamp_len"], window)
     if scheme == "alibi":
-        return ps.attn_alibi(q, k, v, causal)
+        return ps.attn_alibi(q, k, v, causal, window)
     if scheme == "rope":
-        return ps.attn_rope(q, k, v, causal, cfg["base"], rope_scaling(cfg))
+        return ps.attn_rope(q, k, v, causal, cfg["base"], rope_scaling(cfg), window)
     if scheme == "kerple":
         return ps.attn_kerple(q, k, v, params["layers.0.log_r1"], params["layers.0.log_r2"],
-                              causal)
+                              causal, window)
     raise ValueError("unknown scheme %r" % scheme)
 
 
@@ -117,19 +118,20 @@ def _case(scheme, name, Lq, Lk, D, causal, B=2, H=3, **extra):
     return scheme, name, cfg
 
 
-def _t5(name, Lq, Lk, D, causal, bidirectional, nb=8, md=12, scale=True):
+def _t5(name, Lq, Lk, D, causal, bidirectional, nb=8, md=12, scale=True, **extra):
     return _case("t5", name, Lq, Lk, D, causal, num_buckets=nb, max_distance=md,
-                 bidirectional=bidirectional, scale=scale)
+                 bidirectional=bidirectional, scale=scale, **extra)
 
 
-def _shaw(name, Lq, Lk, D, causal, max_rel=3, per_head=False, keys=True, values=True):
+def _shaw(name, Lq, Lk, D, causal, max_rel=3, per_head=False, keys=True, values=True,
+          **extra):
     return _case("shaw", name, Lq, Lk, D, causal, max_rel=max_rel, per_head=per_head,
-                 use_keys=keys, use_values=values)
+                 use_keys=keys, use_values=values, **extra)
 
 
-def _xl(name, Lq, Lk, D, d_model=None, clamp_len=0, H=3):
+def _xl(name, Lq, Lk, D, d_model=None, clamp_len=0, H=3, **extra):
     return _case("xl", name, Lq, Lk, D, True, H=H,
-                 d_model=H * D if d_model is None else d_model, clamp_len=clamp_len)
+                 d_model=H * D if d_model is None else d_model, clamp_len=clamp_len, **extra)
 
 
 def _rope_scaled(name, Lq, Lk, D, causal, kind, factor, original_len, base=10000.0):
@@ -187,7 +189,18 @@ CASES = [
     _case("kerple", "kerple_causal", 14, 14, 4, True),
     _case("kerple", "kerple_bidir", 12, 12, 4, False),
     _case("kerple", "kerple_causal_mem", 5, 13, 4, True, H=4),
+
+    # Causal sliding windows (model.attention_window): query i sees keys qpos(i) - W < j.
+    _case("none", "none_causal_window4", 16, 16, 8, True, window=4),
+    _case("none", "none_causal_mem_window1", 5, 13, 8, True, window=1),
+    _t5("t5_causal_mem_window3", 5, 16, 4, True, False, window=3),
+    _shaw("shaw_causal_window2", 12, 12, 4, True, window=2),
+    _xl("xl_causal_mem_window5", 5, 13, 4, window=5),
+    _case("alibi", "alibi_causal_window6", 16, 16, 4, True, window=6),
+    _case("rope", "rope_causal_mem_window4", 5, 13, 8, True, base=10000.0, window=4),
+    _case("kerple", "kerple_causal_window3", 14, 14, 4, True, window=3),
 ]
+
 
 
 def seed_for(name):

@@ -40,7 +40,7 @@ VariantResult training_result(const std::string& name, const RunConfig& config,
   VariantResult r;
   r.name = name;
   r.seed = config.train.seed;
-  r.scheme = config.model.position.scheme;
+  r.scheme = position_label(config.model);
   r.data_source = config.data.source;
   r.train_length = config.data.seq_len;
   r.steps = summary.steps;

@@ -53,11 +53,11 @@ nlohmann::json run_with_memory(const EvalOptions& o, RunState& state,
           "--knn-size: the model has no kNN layer (model.knn_memory.layer: -1)");
   const bool segment_memory =
       std::any_of(o.mem_lens.begin(), o.mem_lens.end(), [](std::int64_t m) { return m > 0; });
-  require(!segment_memory || !find_position_scheme(c.model.position.scheme)->absolute,
+  require(!segment_memory || !find_position_scheme(layer_position(c.model, 0).scheme)->absolute,
           "--mem-len: the model's position scheme '{}' is absolute; memory needs a relative one",
-          c.model.position.scheme);
+          layer_position(c.model, 0).scheme);
   require(c.model.causal, "--mem-len: the model is bidirectional (model.causal: false)");
-  require(!segment_memory || !state.model->position().rotation_depends_on_length(),
+  require(!segment_memory || !state.model->positions_depend_on_length(),
           "--mem-len: model.position.rope_scaling.kind=dynamic_ntk rotates every position by the "
           "sequence length, so earlier segments' hidden states cannot be reused");
   const auto* corpus = dynamic_cast<const CorpusSource*>(state.data.get());

@@ -1,5 +1,7 @@
 // `relpos positions SCHEME`: prints a scheme's index or bucket matrix over
 // (query i, key j) as an integer grid or as CSV; --png has tools/plot.py draw it as a heatmap.
+// `relpos positions --config FILE...`: each layer of a model's config (per-layer schemes,
+// sliding windows) and the grid of each layer whose scheme has one.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -14,6 +16,7 @@
 #include "autograd/error.h"
 #include "layers/position/registry.h"
 #include "train/commands/commands.h"
+#include "train/config/config.h"
 #include "train/plot_script.h"
 #include "train/store/atomic_file.h"
 
@@ -22,8 +25,9 @@ namespace {
 
 struct PositionsOptions {
   std::string scheme;
-  PositionConfig config;               // the scheme's keys, from --<key> options
-  std::int64_t q_len = 16, k_len = 0;  // k_len 0: same as q_len
+  std::vector<std::string> config_files, sets;  // --config, --set: a model's layers
+  PositionConfig config;                        // the scheme's keys, from --<key> options
+  std::int64_t q_len = 16, k_len = 0;           // k_len 0: same as q_len
   bool causal = false;
   bool csv = false;
   std::string png;
@@ -37,14 +41,16 @@ bool masked(const PositionsOptions& o, const PositionSchemeEntry& entry) {
   return o.causal || entry.causal_only;
 }
 
-Grid index_matrix(const PositionsOptions& o, const PositionSchemeEntry& entry) {
+// `window` > 0 also masks the keys at distance >= window (a layer's sliding window).
+Grid index_matrix(const PositionsOptions& o, const PositionSchemeEntry& entry,
+                  std::int64_t window = 0) {
   const std::int64_t lq = o.q_len, lk = o.k_len;
   Grid grid(static_cast<std::size_t>(lq), std::vector<std::optional<std::int64_t>>(lk));
   for (std::int64_t i = 0; i < lq; ++i) {
     const std::int64_t qpos = lk - lq + i;  // queries are the last q_len positions
     for (std::int64_t j = 0; j < lk; ++j) {
       const std::int64_t rel = j - qpos;
-      if (masked(o, entry) && rel > 0) continue;
+      if ((masked(o, entry) && rel > 0) || (window > 0 && -rel >= window)) continue;
       grid[i][j] = entry.table_index(o.config, rel);
     }
   }
@@ -96,9 +102,54 @@ void write_heatmap(const Grid& grid, const PositionsOptions& o, const std::strin
                   std::cerr);
 }
 
+// The keys of `p` that differ from their defaults, e.g. " (num_buckets=8)".
+std::string changed_keys(const PositionConfig& p) {
+  const PositionConfig defaults;
+  std::vector<std::string> keys;
+  for (const PositionKey& k : position_keys()) {
+    if (p.at(k.key.name) == defaults.at(k.key.name)) continue;
+    keys.push_back(
+        k.key.name + "=" +
+        std::visit([](const auto& v) { return fmt::format("{}", v); }, p.at(k.key.name)));
+  }
+  return keys.empty() ? "" : fmt::format(" ({})", fmt::join(keys, ", "));
+}
+
+// Each layer of the config: its scheme, changed keys and window, then its grid.
+void show_layers(PositionsOptions o) {
+  require(o.scheme.empty(), "relpos positions: give a SCHEME or --config, not both");
+  require(!o.csv && o.png.empty(), "--csv and --png show one scheme's grid; not with --config");
+  const RunConfig c = load_config(o.config_files, o.sets);
+  const ModelConfig& m = c.model;
+  o.causal = m.causal;
+  for (std::int64_t l = 0; l < m.n_layers; ++l) {
+    const PositionConfig& p = layer_position(m, l);
+    const std::int64_t window = layer_window(m, l);
+    std::cout << fmt::format("layer {}: {}{}, {}\n", l, p.scheme, changed_keys(p),
+                             window > 0 ? fmt::format("causal sliding window of {}", window)
+                                        : std::string("every earlier position"));
+  }
+  for (std::int64_t l = 0; l < m.n_layers; ++l) {
+    const PositionConfig& p = layer_position(m, l);
+    const PositionSchemeEntry& entry = *find_position_scheme(p.scheme);
+    const std::int64_t window = layer_window(m, l);
+    if (!entry.table_index && window == 0) continue;
+    o.config = p;
+    std::cout << "\nlayer " << l << ": ";
+    const std::string caption =
+        entry.caption ? entry.caption(p) : p.scheme + ": relative position j - i";
+    const PositionSchemeEntry* shown = entry.table_index ? &entry : find_position_scheme("none");
+    print_grid(index_matrix(o, *shown, window), o,
+               caption + (window > 0 ? fmt::format(", window {} ('.' also outside)", window) : ""),
+               true);
+  }
+}
+
 void run(const PositionsOptions& given) {
   PositionsOptions o = given;
   if (o.k_len == 0) o.k_len = o.q_len;
+  if (!o.config_files.empty()) return show_layers(o);
+  require(!o.scheme.empty(), "relpos positions: give a SCHEME or --config FILE");
   require(o.q_len >= 1, "--q-len must be >= 1, got {}", o.q_len);
   require(o.k_len >= o.q_len,
           "--k-len ({}) must be >= --q-len ({}): queries are the last positions", o.k_len, o.q_len);
@@ -159,8 +210,11 @@ void add_positions_command(CLI::App& app) {
   cmd->add_option(
          "scheme", options->scheme,
          fmt::format("{} (none: the relative position j - i)", fmt::join(indexed_schemes(), ", ")))
-      ->required()
       ->check(CLI::IsMember(indexed_schemes()));
+  cmd->add_option("--config", options->config_files,
+                  "instead of SCHEME: a model's config file(s); shows each layer's scheme and "
+                  "window, and its grid");
+  cmd->add_option("--set", options->sets, "with --config: key.path=value overrides");
   cmd->add_option("--q-len", options->q_len, "number of queries (the last positions)")
       ->capture_default_str();
   cmd->add_option("--k-len", options->k_len, "number of keys (default: q-len)");

@@ -58,6 +58,11 @@ std::vector<ConfigKey> model_keys() {
        "attention kernel: flash (tiled, no L x L; CPU), fused (L x L scores, one softmax "
        "kernel) or composed of primitive ops (slowest; the reference)",
        [](RunConfig& c) -> F { return &c.model.attention_path; }},
+      {"model.attention_window",
+       {},
+       "causal sliding-window attention: query i sees keys i - W < j <= i. []: none; [W]: every "
+       "layer; or one W per layer (0: that layer sees every earlier position)",
+       [](RunConfig& c) -> F { return &c.model.attention_window; }},
       {"model.attention_chunk.size",
        {},
        "chunked streaming attention (docs/streaming.md), bidirectional models only: positions "
