@@ -215,8 +215,9 @@ RunConfig every_key_expected() {
              {},
              AttentionPath::composed,
              {8, 2, true},
-             {2, 96, 8}};
-  c.model.attention_window = {0};
+             {2, 96, 8},
+             {},
+             {0}};
   PositionConfig& p = c.model.position;
   p.scheme = "shaw";
   p.set("max_len", std::int64_t{4096});

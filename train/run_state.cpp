@@ -155,10 +155,10 @@ RunState build_run(const RunConfig& config, const std::string& tokenizer_model,
   // Initialised on the CPU (the same values on every device), then moved.
   run.model = std::make_unique<TransformerLM>(config.model, init);
   require(config.train.mem_len == 0 || !run.model->positions_depend_on_length(),
-          "train.mem_len={}: model.position.rope_scaling.kind={} rotates every position by the "
-          "sequence length, so earlier segments' hidden states cannot be reused; set "
-          "train.mem_len: 0 or another rope_scaling.kind",
-          config.train.mem_len, config.model.position.get<std::string>("rope_scaling.kind"));
+          "train.mem_len={}: model.position.rope_scaling.kind=dynamic_ntk rotates every "
+          "position by the sequence length, so earlier segments' hidden states cannot be "
+          "reused; set train.mem_len: 0 or another rope_scaling.kind",
+          config.train.mem_len);
   move_parameters(run.model->parameters(), device);
   // Refused here, before any step, when the device lacks the optimizer's kernel.
   run.optimizer = make_optimizer(config.optim, run.model->parameters());
