@@ -192,4 +192,23 @@ TEST_CASE("cli: a resume with another per-layer list is refused in one line",
   CHECK(r.exit_code == 0);
 }
 
+TEST_CASE("cli: relpos positions --config shows each layer and its window", "[per_layer][cli]") {
+  TempDir dir("per_layer_positions");
+  const std::string config =
+      dir.write("hybrid.yaml",
+                "model:\n  n_layers: 2\n  position: [{scheme: rope, attention_window: 2}, "
+                "{scheme: t5, num_buckets: 8}]\n")
+          .string();
+  const auto r = testing::relpos_in(dir.path(), {"positions", "--config", config, "--q-len", "3"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("layer 0: rope, causal sliding window of 2\n") != std::string::npos);
+  CHECK(r.out.find("layer 1: t5 (num_buckets=8), every earlier position\n") != std::string::npos);
+  // Layer 0's grid: distances j - i, '.' in the future and outside the window.
+  CHECK(r.out.find("  2 |  . -1  0\n") != std::string::npos);
+  testing::require_one_line_error(
+      testing::relpos_in(dir.path(), {"positions", "t5", "--config", config}),
+      {"give a SCHEME or --config, not both"});
+}
+
 }  // namespace relpos
