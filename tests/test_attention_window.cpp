@@ -6,7 +6,7 @@
 #include <catch2/catch.hpp>
 #include <string>
 
-#include "autograd/ops/flash_attention.h"
+#include "attention_harness.h"
 #include "autograd/ops/mask.h"
 #include "autograd/ops/shape.h"
 #include "autograd/tape.h"
@@ -16,8 +16,6 @@
 
 using namespace relpos;
 using testing::largest_difference;
-using testing::leaf;
-using testing::relative_error;
 
 namespace {
 
@@ -50,112 +48,33 @@ TEST_CASE("window mask: query p sees keys p - W < j, whatever the key origin",
           std::vector<std::uint8_t>{1, 1, 0, 0, 0, 0, 1, 1, 1, 0, 0, 0});
 }
 
-namespace {
-
-constexpr std::int64_t kBatch = 2, kHeads = 2, kDim = 16;
-
-// The output and the gradients of q, k, v and every scheme parameter for <out, weights>.
-std::vector<Tensor> run(testing::SchemeUnderTest& s, const std::vector<Tensor>& inputs, DType dtype,
-                        AttentionPath path, const AttentionChunk& band, const Tensor& weights) {
-  std::vector<Tensor> x;
-  for (std::size_t i = 0; i < 3; ++i) {
-    Tensor copy = inputs[i].detach().to(dtype);
-    copy.set_requires_grad(true);
-    x.push_back(copy);
-  }
-  const std::vector<Tensor> values(inputs.begin() + 3, inputs.end());
-  for (const Tensor& p : testing::set_parameters(*s.scheme, values, dtype)) x.push_back(p);
-  Tensor out = testing::attention_through(*s.scheme, x[0], x[1], x[2], true, path, 0, band);
-  backward(out, weights.to(dtype));
-  std::vector<Tensor> result{out.detach()};
-  for (const Tensor& t : x) result.push_back(t.grad());
-  return result;
-}
-
-}  // namespace
-
 // 600 keys span two default key tiles (512): with W = 40 most query tiles start their
-// band inside the second key tile and skip the first.
+// band inside the second key tile and skip the first. W = 1: each query sees itself only.
 TEST_CASE("windowed flash and fused attention match the composed reference, every gradient",
           "[attention][flash][window][slow]") {
-  for (auto& s : testing::attention_variants({24, kHeads, 1, true, kDim}, 90)) {
-    for (auto [lq, lk] : {std::pair<std::int64_t, std::int64_t>{600, 600}, {70, 600}}) {
-      for (std::int64_t w : {40, 1}) {
-        INFO(s.label << " Lq=" << lq << " Lk=" << lk << " W=" << w);
-        Rng rng(91);
-        std::vector<Tensor> inputs{randn({kBatch, kHeads, lq, kDim}, rng, DType::f64),
-                                   randn({kBatch, kHeads, lk, kDim}, rng, DType::f64),
-                                   randn({kBatch, kHeads, lk, kDim}, rng, DType::f64)};
-        for (const NamedParameter& p : s.scheme->parameters())
-          inputs.push_back(randn(p.tensor.shape(), rng, DType::f64, 0.5));
-        const Tensor weights = randn({kBatch, kHeads, lq, kDim}, rng, DType::f64);
-        const AttentionChunk band = window_of(w);
-        const auto reference = run(s, inputs, DType::f64, AttentionPath::composed, band, weights);
-        // The window is real: without it the output differs.
-        const auto full = run(s, inputs, DType::f64, AttentionPath::composed, {}, weights);
-        CHECK(largest_difference(full[0], reference[0]) > 1e-3);
-        const auto flash = run(s, inputs, DType::f32, AttentionPath::flash, band, weights);
-        const auto flash64 = run(s, inputs, DType::f64, AttentionPath::flash, band, weights);
-        const auto fused64 = run(s, inputs, DType::f64, AttentionPath::fused, band, weights);
-        for (std::size_t i = 0; i < reference.size(); ++i) {
-          INFO((i == 0 ? std::string("output") : "gradient of input " + std::to_string(i - 1)));
-          REQUIRE(flash[i].defined());
-          // W = 1: each row's one weight is 1 whatever its logit, so the gradients of q, k and
-          // of every logit term are exactly 0: compared absolutely.
-          const bool zero =
-              largest_difference(reference[i],
-                                 Tensor::zeros(reference[i].shape(), reference[i].dtype())) == 0.0;
-          auto error = [&](const Tensor& t) {
-            return zero ? largest_difference(t, reference[i]) : relative_error(t, reference[i]);
-          };
-          CHECK(error(flash[i]) <= (i <= 3 ? 1e-5 : 3e-5));
-          CHECK(error(flash64[i]) <= 1e-12);
-          CHECK(error(fused64[i]) <= 1e-12);
-        }
-      }
-    }
-  }
+  testing::AttentionSweep sweep;
+  sweep.seed = 90;
+  sweep.options = {{.causal = true, .chunk = window_of(40)},
+                   {.causal = true, .chunk = window_of(1)}};
+  sweep.lengths = {{600, 600}, {70, 600}};
+  // fp32 flash: the tolerances of the unbanded comparison (test_flash_attention.cpp).
+  sweep.paths = {{AttentionPath::flash, DType::f32, Precision::fp32, 1e-5, 3e-5, 0},
+                 {AttentionPath::flash, DType::f64, Precision::fp32, 1e-12, 1e-12, 0},
+                 {AttentionPath::fused, DType::f64, Precision::fp32, 1e-12, 1e-12, 0}};
+  CHECK(testing::check_against_composed(sweep) > 0);
 }
-
-namespace {
-
-// The flash op on x = {q, k, v, distance bias, clipped logits, xl_query, xl_r}, causal,
-// with Shaw value bins and XL's terms, in tiles of 8 queries by 16 keys.
-Tensor flash_windowed(const std::vector<Tensor>& x, std::int64_t clip, const AttentionChunk& band) {
-  FlashTerms t;
-  t.distance_bias = x[3];
-  t.clipped = x[4];
-  t.clip = clip;
-  t.value_bins = true;
-  t.xl_query = x[5];
-  t.xl_r = x[6];
-  t.scale = 0.6;
-  t.term_scale = 0.4;
-  t.causal = true;
-  t.chunk = band;
-  t.query_tile = 8;
-  t.key_tile = 16;
-  return flash_attention(x[0], x[1], x[2], t);
-}
-
-}  // namespace
 
 TEST_CASE("gradcheck: flash attention with a sliding window across tiles",
           "[attention][flash][window][gradcheck]") {
   Rng rng(92);
-  const std::int64_t b = 1, h = 2, d = 2, clip = 3, lq = 20, lk = 50;
-  // Windows that start mid-tile (5), span tiles (19) and hold only the query itself (1).
-  for (std::int64_t w : {5, 19, 1}) {
-    INFO("W=" << w);
-    std::vector<Tensor> in{leaf({b, h, lq, d}, rng),
-                           leaf({b, h, lk, d}, rng),
-                           leaf({b, h, lk, d}, rng),
-                           leaf({h, lq + lk - 1}, rng),
-                           leaf({b, h, lq, 2 * clip + 1}, rng),
-                           leaf({b, h, lq, d}, rng, 0.5),
-                           leaf({h, lk, d}, rng, 0.5)};
-    testing::require_gradcheck([&](const auto& x) { return flash_windowed(x, clip, window_of(w)); },
-                               in);
+  // 20 queries against 50 keys in tiles of 8 by 16 (gradcheck_case), causal with every
+  // term: windows that start mid-tile (5), span tiles (19) and hold only the query (1),
+  // with and without a key origin (which must not move the window).
+  for (const AttentionChunk& band : {window_of(5), window_of(19), window_of(1), window_of(5, 4)}) {
+    const testing::EveryTermCase c = testing::gradcheck_case(true, band);
+    INFO(testing::describe(c));
+    testing::require_gradcheck([&](const auto& x) { return testing::flash_every_term(x, c); },
+                               testing::every_term_inputs(c, DType::f64, rng));
   }
 }
 

@@ -3,16 +3,19 @@
 // shares one scheme module (and T5's one table) among the layers with the same config,
 // and resume refusing a changed list.
 #include <catch2/catch.hpp>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "autograd/error.h"
 #include "autograd/tape.h"
+#include "fixture.h"
 #include "layers/transformer.h"
 #include "test_helpers.h"
 #include "tests/test_files.h"
 #include "tests/test_process.h"
 #include "tests/tiny_run.h"
+#include "train/ablation/sweep_file.h"
 #include "train/config/config.h"
 #include "train/run_state.h"
 
@@ -209,6 +212,26 @@ TEST_CASE("cli: relpos positions --config shows each layer and its window", "[pe
   testing::require_one_line_error(
       testing::relpos_in(dir.path(), {"positions", "t5", "--config", config}),
       {"give a SCHEME or --config, not both"});
+}
+
+TEST_CASE("ablation: configs/ablate_hybrid.yaml names per-layer lists and windows",
+          "[per_layer][ablation]") {
+  const AblationSweep sweep = load_sweep(testing::source_dir() / "configs" / "ablate_hybrid.yaml");
+  const std::vector<RunConfig> configs = resolve_variant_configs(sweep);
+  REQUIRE(configs.size() == 15);
+  std::map<std::string, std::pair<std::string, std::vector<std::int64_t>>> seen;
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    const ModelConfig& m = configs[i].model;
+    REQUIRE(configs[i].data.seq_len == 64);
+    seen[sweep.run_label(i).substr(0, sweep.run_label(i).find('/'))] = {position_label(m),
+                                                                        m.attention_window};
+  }
+  using Expected = std::pair<std::string, std::vector<std::int64_t>>;
+  CHECK(seen["hybrid-rope_w16-nope"] == Expected{"rope+none", {16, 0}});
+  CHECK(seen["hybrid-rope_w32-nope"] == Expected{"rope+none", {32, 0}});
+  CHECK(seen["rope-w16"] == Expected{"rope", {16}});
+  CHECK(seen["none"] == Expected{"none", {}});
+  CHECK(seen["rope"] == Expected{"rope", {}});
 }
 
 }  // namespace relpos
