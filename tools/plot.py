@@ -18,7 +18,8 @@ Usage (Debian: apt-get install python3-matplotlib):
         memory size S, one line per model; memory_size 0 (no memory) as a horizontal line
     tools/plot.py position-loss CSV OUT.png [--title TEXT]
         rows length,position,loss,tokens (`relpos eval --by-position`) -> the loss against
-        the position in the window, one line per evaluation length, OUT.png and OUT.svg
+        the position in the window, one line per evaluation length (positions scored less
+        than 1% as often as the most-scored one left out), OUT.png and OUT.svg
     tools/plot.py runs OUT.png LABEL=RUN_DIR... [--title TEXT]
         the training (solid) and validation (dashed) loss of each run's metrics.jsonl in one
         panel -> OUT.png and OUT.svg (e.g. one run in fp32 and one in bf16)
@@ -483,7 +484,12 @@ def plot_position_loss(csv_path, out, title):
             raise UsageError(f"{csv_path}:{line}: {len(cells)} cells, the header has 4")
         where = f"{csv_path}:{line}"
         curves.setdefault(int(number(cells[0], where)), []).append(
-            (int(number(cells[1], where)), number(cells[2], where)))
+            (int(number(cells[1], where)), number(cells[2], where), number(cells[3], where)))
+    # Under --stride only the first window scores the early positions, one token each:
+    # positions with under 1% of the length's most-scored position's tokens are left out.
+    for length, points in curves.items():
+        most = max(p[2] for p in points)
+        curves[length] = [p for p in points if p[2] >= most / 100]
     plt = import_pyplot()
     fig, ax = plt.subplots(figsize=(7.5, 4.2), layout="constrained")
     try:
@@ -491,7 +497,8 @@ def plot_position_loss(csv_path, out, title):
             points.sort()
             ax.plot([p[0] for p in points], [p[1] for p in points], label=f"length {length}",
                     color=f"C{s % 10}", linewidth=1.0)
-        ax.set_title(title or "Validation loss by position in the window", fontsize=10)
+        ax.set_title(title or "Validation loss by position in the window (positions scored "
+                     "< 1% as often as the most-scored one left out)", fontsize=10)
         ax.set_xlabel("position in the window (tokens of context before the scored one)")
         ax.set_ylabel("loss (nats/token)")
         ax.grid(True, which="major", alpha=0.3)
