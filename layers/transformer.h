@@ -79,10 +79,9 @@ class Block : public Module {
 
 // The position parameters of a model are those of its position scheme, the module named
 // "position", or "position.<g>" for per-layer schemes (every layer's share of a scheme
-// lives there): T5's bias tables, Shaw's key
-// and value tables, Transformer-XL's W_r projections and u, v, KERPLE's r1, r2 and the
-// learned absolute table. Sinusoidal, RoPE, ALiBi and none have none. optim.position_lr_scale
-// multiplies their learning rate.
+// lives there): T5's bias tables, Shaw's key and value tables, Transformer-XL's W_r
+// projections and u, v, KERPLE's r1, r2 and the learned absolute table. Sinusoidal, RoPE,
+// ALiBi and none have none. optim.position_lr_scale multiplies their learning rate.
 inline bool is_position_parameter(const std::string& name) { return name.starts_with("position."); }
 
 class TransformerLM : public Module {
