@@ -1,15 +1,15 @@
 // Chunked streaming attention (model.attention_chunk, docs/streaming.md): the band
-// itself, the flash kernel against the composed reference with every gradient, an
-// fp64 gradcheck across tiles, the limits C = 1 (causal) and C >= L (full
-// attention) for every scheme, and a chunk-by-chunk forward with a KV cache (or
-// segment memory) equal to the full forward under the chunk mask.
+// itself; the flash and fused paths against the composed reference with every gradient,
+// and the flash op's gradcheck across tiles (cases over tests/attention_harness.h); the
+// limits C = 1 (causal) and C >= L (full attention) for every scheme; and a chunk-by-chunk
+// forward with a KV cache (or segment memory) equal to the full forward under the mask.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <string>
 
+#include "attention_harness.h"
 #include "autograd/ops/elementwise.h"
-#include "autograd/ops/flash_attention.h"
 #include "autograd/ops/mask.h"
 #include "autograd/ops/shape.h"
 #include "autograd/tape.h"
@@ -19,18 +19,9 @@
 #include "test_helpers.h"
 
 using namespace relpos;
+using testing::EveryTermCase;
 using testing::largest_difference;
-using testing::leaf;
 using testing::relative_error;
-
-namespace {
-
-std::string describe(const AttentionChunk& c) {
-  return "chunk " + std::to_string(c.size) + " left " + std::to_string(c.left_chunks) + " origin " +
-         std::to_string(c.key_origin);
-}
-
-}  // namespace
 
 TEST_CASE("chunk mask: each query sees its chunk and left_chunks earlier ones",
           "[attention][chunk]") {
@@ -54,153 +45,57 @@ TEST_CASE("chunk mask: each query sees its chunk and left_chunks earlier ones",
         std::vector<std::uint8_t>{1, 1, 1, 0, 0, 0, 1, 1, 1, 0, 0, 0});
 }
 
-namespace {
-
 constexpr std::int64_t kBatch = 2, kHeads = 2, kDim = 16;
-
-// The output and the gradients of q, k, v and every scheme parameter for <out, weights>.
-std::vector<Tensor> run(testing::SchemeUnderTest& s, const std::vector<Tensor>& inputs, DType dtype,
-                        AttentionPath path, const AttentionChunk& chunk, const Tensor& weights) {
-  std::vector<Tensor> x;
-  for (std::size_t i = 0; i < 3; ++i) {
-    Tensor copy = inputs[i].detach().to(dtype);
-    copy.set_requires_grad(true);
-    x.push_back(copy);
-  }
-  const std::vector<Tensor> values(inputs.begin() + 3, inputs.end());
-  for (const Tensor& p : testing::set_parameters(*s.scheme, values, dtype)) x.push_back(p);
-  Tensor out = testing::attention_through(*s.scheme, x[0], x[1], x[2], false, path, 0, chunk);
-  backward(out, weights.to(dtype));
-  std::vector<Tensor> result{out.detach()};
-  for (const Tensor& t : x) result.push_back(t.grad());
-  return result;
-}
-
-}  // namespace
 
 // 600 keys span two default key tiles (512) and 70 or 600 queries several query tiles
 // (32): with a band of 2 earlier chunks of 50, later query tiles skip the first key tile.
 TEST_CASE("chunked flash and fused attention match the composed reference, every gradient",
           "[attention][flash][chunk][slow]") {
-  for (auto& s : testing::attention_variants({24, kHeads, 1, false, kDim}, 80)) {
-    for (auto [lq, lk] : {std::pair<std::int64_t, std::int64_t>{600, 600}, {70, 600}}) {
-      for (const AttentionChunk& chunk : {AttentionChunk{50, 2, 0}, AttentionChunk{7, -1, 0}}) {
-        INFO(s.label << " Lq=" << lq << " Lk=" << lk << " " << describe(chunk));
-        Rng rng(81);
-        std::vector<Tensor> inputs{randn({kBatch, kHeads, lq, kDim}, rng, DType::f64),
-                                   randn({kBatch, kHeads, lk, kDim}, rng, DType::f64),
-                                   randn({kBatch, kHeads, lk, kDim}, rng, DType::f64)};
-        for (const NamedParameter& p : s.scheme->parameters())
-          inputs.push_back(randn(p.tensor.shape(), rng, DType::f64, 0.5));
-        const Tensor weights = randn({kBatch, kHeads, lq, kDim}, rng, DType::f64);
-        const auto reference = run(s, inputs, DType::f64, AttentionPath::composed, chunk, weights);
-        // The band is real: without it the output differs.
-        const auto unbanded = run(s, inputs, DType::f64, AttentionPath::composed, {}, weights);
-        CHECK(largest_difference(unbanded[0], reference[0]) > 1e-3);
-        // fp32 flash: the tolerances of the unbanded comparison (test_flash_attention.cpp).
-        const auto flash = run(s, inputs, DType::f32, AttentionPath::flash, chunk, weights);
-        const auto flash64 = run(s, inputs, DType::f64, AttentionPath::flash, chunk, weights);
-        const auto fused64 = run(s, inputs, DType::f64, AttentionPath::fused, chunk, weights);
-        for (std::size_t i = 0; i < reference.size(); ++i) {
-          INFO((i == 0 ? std::string("output") : "gradient of input " + std::to_string(i - 1)));
-          REQUIRE(flash[i].defined());
-          CHECK(relative_error(flash[i], reference[i]) <= (i <= 3 ? 1e-5 : 3e-5));
-          CHECK(relative_error(flash64[i], reference[i]) <= 1e-12);
-          CHECK(relative_error(fused64[i], reference[i]) <= 1e-12);
-        }
-      }
-    }
-  }
+  testing::AttentionSweep sweep;
+  sweep.seed = 80;
+  sweep.options = {{.chunk = {50, 2, 0}}, {.chunk = {7, -1, 0}}};
+  sweep.lengths = {{600, 600}, {70, 600}};
+  // fp32 flash: the tolerances of the unbanded comparison (test_flash_attention.cpp).
+  sweep.paths = {{AttentionPath::flash, DType::f32, Precision::fp32, 1e-5, 3e-5, 0},
+                 {AttentionPath::flash, DType::f64, Precision::fp32, 1e-12, 1e-12, 0},
+                 {AttentionPath::fused, DType::f64, Precision::fp32, 1e-12, 1e-12, 0}};
+  CHECK(testing::check_against_composed(sweep) > 0);
 }
-
-namespace {
-
-// The flash op on x = {q, k, v, distance bias, clipped logits, xl_query, xl_r} with
-// Shaw value bins, and XL's terms when causal (XL needs causal attention).
-Tensor flash_chunked(const std::vector<Tensor>& x, std::int64_t clip, bool causal,
-                     const AttentionChunk& chunk, std::int64_t query_tile, std::int64_t key_tile) {
-  FlashTerms t;
-  t.distance_bias = x[3];
-  t.clipped = x[4];
-  t.clip = clip;
-  t.value_bins = true;
-  if (causal) {
-    t.xl_query = x[5];
-    t.xl_r = x[6];
-  }
-  t.scale = 0.6;
-  t.term_scale = 0.4;
-  t.causal = causal;
-  t.chunk = chunk;
-  t.query_tile = query_tile;
-  t.key_tile = key_tile;
-  return flash_attention(x[0], x[1], x[2], t);
-}
-
-}  // namespace
 
 TEST_CASE("gradcheck: flash attention with a chunk band across tiles",
           "[attention][flash][chunk][gradcheck]") {
   Rng rng(82);
-  const std::int64_t b = 1, h = 2, d = 2, clip = 3, lq = 20, lk = 50;
-  // 20 queries against 50 keys in tiles of 8 by 16: bands of 6 that start mid-tile,
-  // with and without a key origin (cached keys from position 4), and chunks of 1.
+  // 20 queries against 50 keys in tiles of 8 by 16 (gradcheck_case): bands of 6 that start
+  // mid-tile, with and without a key origin (cached keys from position 4), and chunks of 1.
   for (const AttentionChunk& chunk :
        {AttentionChunk{6, 1, 0}, AttentionChunk{6, 0, 4}, AttentionChunk{1, 2, 0}}) {
     for (bool causal : {false, true}) {
-      INFO(describe(chunk) << " causal=" << causal);
-      std::vector<Tensor> in{leaf({b, h, lq, d}, rng),
-                             leaf({b, h, lk, d}, rng),
-                             leaf({b, h, lk, d}, rng),
-                             leaf({h, lq + lk - 1}, rng),
-                             leaf({b, h, lq, 2 * clip + 1}, rng),
-                             leaf({b, h, lq, d}, rng, 0.5),
-                             leaf({h, lk, d}, rng, 0.5)};
-      testing::require_gradcheck(
-          [&](const auto& x) { return flash_chunked(x, clip, causal, chunk, 8, 16); }, in);
+      const EveryTermCase c = testing::gradcheck_case(causal, chunk);
+      INFO(testing::describe(c));
+      testing::require_gradcheck([&](const auto& x) { return testing::flash_every_term(x, c); },
+                                 testing::every_term_inputs(c, DType::f64, rng));
     }
   }
 }
 
 TEST_CASE("chunked flash attention gives the same result for any tile size",
           "[attention][flash][chunk]") {
-  Rng rng(83);
-  const std::int64_t b = 2, h = 2, d = 8, lq = 90, lk = 200, clip = 20;
-  const AttentionChunk chunk{12, 3, 5};
-  std::vector<Tensor> x;
-  for (const Shape& shape : std::vector<Shape>{{b, h, lq, d},
-                                               {b, h, lk, d},
-                                               {b, h, lk, d},
-                                               {h, lq + lk - 1},
-                                               {b, h, lq, 2 * clip + 1},
-                                               {b, h, lq, d},
-                                               {h, lk, d}}) {
-    Tensor t = randn(shape, rng, DType::f64);
-    t.set_requires_grad(true);
-    x.push_back(t);
-  }
-  const Tensor weights = randn({b, h, lq, d + 2 * clip + 1}, rng, DType::f64);
-  auto gradients = [&](std::int64_t query_tile, std::int64_t key_tile) {
-    for (const Tensor& t : x) t.zero_grad();
-    Tensor out = flash_chunked(x, clip, false, chunk, query_tile, key_tile);
-    backward(out, weights);
-    std::vector<Tensor> result{out.detach()};
-    for (std::size_t i = 0; i < 5; ++i) result.push_back(x[i].grad().clone());
-    return result;
-  };
-  const auto reference = gradients(90, 200);  // one tile
+  EveryTermCase c{.dim = 8, .scale = 0.6, .term_scale = 0.4, .chunk = {12, 3, 5}, .seed = 83};
+  c.query_tile = 90;  // one tile
+  c.key_tile = 200;
+  const auto reference = testing::every_term_results(c, DType::f64);
   for (auto [query_tile, key_tile] :
        {std::pair<std::int64_t, std::int64_t>{0, 0}, {7, 13}, {32, 64}, {1, 200}, {90, 1}}) {
-    const auto tiled = gradients(query_tile, key_tile);
+    c.query_tile = query_tile;
+    c.key_tile = key_tile;
+    const auto tiled = testing::every_term_results(c, DType::f64);
     for (std::size_t i = 0; i < tiled.size(); ++i) {
-      INFO("tiles " << query_tile << "x" << key_tile << " tensor " << i);
+      INFO(testing::describe(c) << " " << testing::result_name(i));
       CHECK(relative_error(tiled[i], reference[i]) <= 1e-12);
     }
   }
 }
 
-// C = 1 with every earlier chunk is causal attention; a chunk as long as the keys (or
-// longer) is full attention. Both limits on every path, for every scheme.
 TEST_CASE("chunk limits: C = 1 is causal attention, C >= L is full attention",
           "[attention][chunk][slow]") {
   const std::int64_t len = 40;

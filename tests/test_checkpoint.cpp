@@ -2,7 +2,6 @@
 // paths, atomic replacement, digests and corruption (also through the relpos
 // binary), and readability from Python (h5py).
 #include <H5Cpp.h>
-#include <sys/wait.h>
 
 #include <catch2/catch.hpp>
 #include <cstdio>
@@ -12,8 +11,12 @@
 #include <fstream>
 #include <limits>
 
+#include "autograd/error.h"
 #include "autograd/ops/shape.h"
+#include "tests/checkpoint_bytes.h"
+#include "tests/sample_checkpoint.h"
 #include "tests/test_files.h"
+#include "tests/test_process.h"
 #include "tests/tiny_run.h"
 #include "train/store/checkpoint.h"
 #include "train/store/checkpoint_folder.h"
@@ -21,9 +24,19 @@
 
 using namespace relpos;
 namespace fs = std::filesystem;
+using testing::data_offset;
+using testing::f32_tensor;
 using testing::FileSizeLimit;
+using testing::flip_byte;
+using testing::i64_tensor;
+using testing::redigest;
+using testing::relpos_in;
+using testing::RelposResult;
+using testing::require_one_line_error;
+using testing::sample_checkpoint;
 using testing::slurp;
 using testing::TempDir;
+using testing::words;
 
 namespace {
 
@@ -44,51 +57,6 @@ void require_same_tensors(const std::map<std::string, Tensor>& actual,
     REQUIRE(actual.count(name) == 1);
     REQUIRE(same_bits(actual.at(name), tensor));
   }
-}
-
-Tensor f32_tensor(const std::vector<float>& values, const Shape& shape) {
-  return Tensor::from_data(values, shape);
-}
-
-Tensor i64_tensor(const std::vector<std::int64_t>& values, const Shape& shape) {
-  Tensor t = Tensor::empty(shape, DType::i64);
-  std::copy(values.begin(), values.end(), t.data<std::int64_t>());
-  return t;
-}
-
-// Values chosen to expose any rounding or conversion: subnormals, -0, extremes, NaN.
-Checkpoint sample_checkpoint() {
-  Checkpoint c;
-  const float subnormal = std::numeric_limits<float>::denorm_min();
-  c.params["blocks.0.attn.q.weight"] =
-      f32_tensor({0.1f, -0.0f, subnormal, 3.4e38f, -1.0f / 3.0f, std::nanf("")}, {2, 3});
-  c.params["blocks.0.attn.q.bias"] = f32_tensor({1.5f, -2.25f}, {2});
-  c.params["blocks.1.mlp.fc.weight"] =
-      Tensor::from_data(std::vector<double>{0.1, 1e-310, -1e300, 2.0 / 3.0}, {2, 1, 2}, DType::f64);
-  c.params["positions.t5.bucket_ids"] = i64_tensor({std::numeric_limits<std::int64_t>::min(), -1, 0,
-                                                    42, std::numeric_limits<std::int64_t>::max()},
-                                                   {5});
-  c.params["final_norm.scale"] = Tensor::scalar(0.7f);
-  c.params["blocks.1.mlp.fc.bias"] = Tensor::zeros({2, 0});
-  c.params["head.weight"] =
-      transpose(f32_tensor({1, 2, 3, 4, 5, 6}, {2, 3}), 0, 1);  // non-contiguous (3, 2) view
-  c.optim["blocks.0.attn.q.weight/exp_avg"] = f32_tensor({1, 2, 3, 4, 5, 6}, {2, 3});
-  c.optim["blocks.0.attn.q.weight/exp_avg_sq"] = f32_tensor({1e-8f, 0, 0, 0, 0, 7}, {2, 3});
-  c.optim["final_norm.scale/step"] = Tensor::scalar(17, DType::i64);
-  c.step = 1234567890123;
-  c.tokens_seen = 987654321987;
-  c.config_yaml = "model:\n  d_model: 64\n  position: t5  # \xc3\xa4 UTF-8\n";
-  c.rng_states["data_rng"] = {1, 0, std::numeric_limits<std::uint64_t>::max(), 0x9E3779B97F4A7C15};
-  c.rng_states["sampler"] = {7, 8};
-  c.rng_states["unused"] = {};
-  return c;
-}
-
-// Rewrites <file>.digest to match the file's current bytes: a change made on purpose
-// (or by a hostile writer) then reaches the HDF5 parser and the per-dataset digests.
-void redigest(const fs::path& file) {
-  const std::string bytes = slurp(file);
-  write_digest(file, bytes);
 }
 
 void require_same_checkpoint(const Checkpoint& actual, const Checkpoint& expected) {
@@ -394,42 +362,6 @@ TEST_CASE("optimizer-wide state without a parameter name round-trips as /optim/<
 
 namespace {
 
-struct CliResult {
-  int status = -1;  // exit code; 128 + N when killed by signal N (timeout kills with 9)
-  std::string err;
-};
-
-// Runs the relpos binary with a time limit; stdout is discarded.
-CliResult run_relpos(const fs::path& dir, const std::string& args, int seconds = 30) {
-  const fs::path err = dir / "stderr.txt";
-  const std::string command = "timeout -s KILL " + std::to_string(seconds) + " " + RELPOS_CLI +
-                              " " + args + " >/dev/null 2>" + err.string();
-  const int status = std::system(command.c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), slurp(err)};
-}
-
-void require_one_line_error(const CliResult& r, const std::string& needle) {
-  INFO("stderr: " << r.err);
-  REQUIRE(r.status == 2);
-  REQUIRE(r.err.rfind("relpos: error: ", 0) == 0);
-  REQUIRE(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-  REQUIRE_THAT(r.err, Catch::Contains(needle));
-}
-
-// Where a contiguous dataset's bytes lie in the file.
-haddr_t data_offset(const fs::path& file, const std::string& dataset) {
-  const H5::H5File h5(file.string(), H5F_ACC_RDONLY);
-  return H5Dget_offset(h5.openDataSet(dataset).getId());
-}
-
-void flip_byte(const fs::path& file, std::uint64_t offset) {
-  std::fstream f(file, std::ios::binary | std::ios::in | std::ios::out);
-  f.seekg(static_cast<std::streamoff>(offset));
-  const char byte = static_cast<char>(f.get() ^ 0x55);
-  f.seekp(static_cast<std::streamoff>(offset));
-  f.put(byte);
-}
-
 const std::string kTinyRun = testing::tiny_run_yaml(
     {"model.d_model=8", "model.d_ff=16", "data.seq_len=8", "train.threads=0"});
 
@@ -439,16 +371,16 @@ TEST_CASE("cli: a flipped byte in tensor data is an error, never a silent load",
   TempDir dir("checkpoint_flip");
   const fs::path path = dir.path() / "ckpt.h5";
   save_checkpoint(path, sample_checkpoint());
-  REQUIRE(run_relpos(dir.path(), "inspect " + path.string()).status == 0);
+  REQUIRE(relpos_in(dir.path(), {"inspect", path.string()}).exit_code == 0);
   flip_byte(path, data_offset(path, "/params/blocks/0/attn/q/weight") + 5);
 
   // The whole-file digest catches it before HDF5 reads anything...
-  require_one_line_error(run_relpos(dir.path(), "inspect " + path.string()),
-                         "ckpt.h5: its content digest fnv1a64");
+  require_one_line_error(relpos_in(dir.path(), {"inspect", path.string()}),
+                         {"ckpt.h5: its content digest fnv1a64"});
   // ... and with a digest file rewritten to match, the dataset's own digest does.
   redigest(path);
-  require_one_line_error(run_relpos(dir.path(), "inspect " + path.string()),
-                         "dataset /params/blocks/0/attn/q/weight is corrupt");
+  require_one_line_error(relpos_in(dir.path(), {"inspect", path.string()}),
+                         {"dataset /params/blocks/0/attn/q/weight is corrupt"});
 }
 
 TEST_CASE("cli: eval refuses a trained checkpoint with one flipped parameter byte",
@@ -456,53 +388,16 @@ TEST_CASE("cli: eval refuses a trained checkpoint with one flipped parameter byt
   TempDir dir("checkpoint_eval_flip");
   const fs::path config = dir.write("tiny.yaml", kTinyRun);
   const fs::path run = dir.path() / "run";
-  REQUIRE(run_relpos(dir.path(), "train " + config.string() + " train.out_dir=" + run.string(), 120)
-              .status == 0);
+  REQUIRE(relpos_in(dir.path(), {"train", config.string(), "train.out_dir=" + run.string()}, 120)
+              .exit_code == 0);
   const fs::path ckpt = checkpoint_path(run / "checkpoints", 4);
-  REQUIRE(run_relpos(dir.path(), "eval " + ckpt.string() + " --batches 1").status == 0);
+  REQUIRE(relpos_in(dir.path(), {"eval", ckpt.string(), "--batches", "1"}).exit_code == 0);
   flip_byte(ckpt, data_offset(ckpt, "/params/blocks/0/attn/q/weight") + 3);
-  require_one_line_error(run_relpos(dir.path(), "eval " + ckpt.string() + " --batches 1"),
-                         "differs from the recorded");
+  require_one_line_error(relpos_in(dir.path(), {"eval", ckpt.string(), "--batches", "1"}),
+                         {"differs from the recorded"});
   redigest(ckpt);
-  require_one_line_error(run_relpos(dir.path(), "eval " + ckpt.string() + " --batches 1"),
-                         "dataset /params/blocks/0/attn/q/weight is corrupt");
-}
-
-TEST_CASE("cli: one changed byte anywhere in a checkpoint never crashes or hangs the reader",
-          "[checkpoint][slow]") {
-  TempDir dir("checkpoint_sweep");
-  const fs::path good = dir.path() / "good.h5";
-  save_checkpoint(good, sample_checkpoint());
-  const std::string bytes = slurp(good);
-  const std::uint64_t config_at = data_offset(good, "/config");
-  const std::uint64_t config_end = config_at + sample_checkpoint().config_yaml.size();
-  // Every byte of the superblock and of the config, and every 37th byte elsewhere. The
-  // digest file is rewritten each time, so that the change reaches the HDF5 parser.
-  std::vector<std::uint64_t> positions;
-  for (std::uint64_t at = 0; at < bytes.size(); ++at)
-    if (at < 48 || (at >= config_at && at < config_end) || at % 37 == 0) positions.push_back(at);
-  REQUIRE(positions.size() > 250);
-  const fs::path changed = dir.path() / "changed.h5";
-  int refused = 0;
-  for (const std::uint64_t at : positions) {
-    dir.write("changed.h5", bytes);
-    flip_byte(changed, at);
-    redigest(changed);
-    const CliResult r = run_relpos(dir.path(), "inspect " + changed.string(), 10);
-    INFO("byte " << at << " of " << bytes.size() << ": " << r.err);
-    REQUIRE((r.status == 0 || r.status == 2));
-    if (r.status == 2) {
-      REQUIRE(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-      ++refused;
-    }
-  }
-  // Without the rewritten digest file, every change is refused before parsing.
-  dir.write("changed.h5", bytes);
-  write_digest(changed, bytes);
-  flip_byte(changed, config_at + 1);
-  require_one_line_error(run_relpos(dir.path(), "inspect " + changed.string()),
-                         "its content digest");
-  REQUIRE(refused > static_cast<int>(positions.size()) / 2);
+  require_one_line_error(relpos_in(dir.path(), {"eval", ckpt.string(), "--batches", "1"}),
+                         {"dataset /params/blocks/0/attn/q/weight is corrupt"});
 }
 
 TEST_CASE("cli: a truncated checkpoint and one without its digest are one-line errors",
@@ -511,11 +406,11 @@ TEST_CASE("cli: a truncated checkpoint and one without its digest are one-line e
   const fs::path path = dir.path() / "ckpt.h5";
   save_checkpoint(path, sample_checkpoint());
   fs::resize_file(path, fs::file_size(path) - 100);
-  require_one_line_error(run_relpos(dir.path(), "inspect " + path.string()),
-                         "but its digest file records");
+  require_one_line_error(relpos_in(dir.path(), {"inspect", path.string()}),
+                         {"but its digest file records"});
   save_checkpoint(path, sample_checkpoint());
   fs::remove(digest_path(path));
-  require_one_line_error(run_relpos(dir.path(), "inspect " + path.string()), "no digest file");
+  require_one_line_error(relpos_in(dir.path(), {"inspect", path.string()}), {"no digest file"});
 }
 
 TEST_CASE("a dataset declaring a huge shape is refused before anything is allocated",
@@ -533,8 +428,8 @@ TEST_CASE("a dataset declaring a huge shape is refused before anything is alloca
                       Catch::Contains("dataset /params/huge declares shape [1048576, 1048576], "
                                       "more than the") &&
                           Catch::Contains("file holds"));
-  require_one_line_error(run_relpos(dir.path(), "inspect " + path.string()),
-                         "/params/huge declares shape");
+  require_one_line_error(relpos_in(dir.path(), {"inspect", path.string()}),
+                         {"/params/huge declares shape"});
 }
 
 TEST_CASE("load_checkpoint shows the declared shapes to a check before reading tensors",
@@ -565,32 +460,28 @@ TEST_CASE("cli: --resume falls back to the newest checkpoint that verifies, and 
   const fs::path config = dir.write("tiny.yaml", kTinyRun);
   const fs::path run = dir.path() / "run";
   const std::string train = "train " + config.string() + " train.out_dir=" + run.string();
-  REQUIRE(run_relpos(dir.path(), train, 120).status == 0);
+  REQUIRE(relpos_in(dir.path(), words(train), 120).exit_code == 0);
   const fs::path newest = checkpoint_path(run / "checkpoints", 4);
   REQUIRE(fs::exists(checkpoint_path(run / "checkpoints", 2)));
   flip_byte(newest, fs::file_size(newest) / 2);
 
-  const fs::path out = dir.path() / "stdout.txt";
-  const std::string command = std::string(RELPOS_CLI) + " " + train + " train.steps=6 --resume " +
-                              run.string() + " >" + out.string() + " 2>" +
-                              (dir.path() / "stderr.txt").string();
-  const int status = std::system(command.c_str());
-  const std::string err = slurp(dir.path() / "stderr.txt");
-  INFO(err);
-  REQUIRE(WIFEXITED(status));
-  REQUIRE(WEXITSTATUS(status) == 0);
-  REQUIRE_THAT(err, Catch::Contains("relpos: skipping checkpoint " + newest.string() +
-                                    ": its content digest"));
-  REQUIRE_THAT(slurp(out),
+  const RelposResult r =
+      relpos_in(dir.path(), words(train + " train.steps=6 --resume " + run.string()));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE_THAT(r.err, Catch::Contains("relpos: skipping checkpoint " + newest.string() +
+                                      ": its content digest"));
+  REQUIRE_THAT(r.out,
                Catch::Contains("resumed from " + checkpoint_path(run / "checkpoints", 2).string() +
                                " at step 2"));
 
   // When none verifies, the resume is refused.
   for (const std::int64_t step : {2, 4, 6})
     fs::remove(digest_path(checkpoint_path(run / "checkpoints", step)));
-  const CliResult none = run_relpos(dir.path(), train + " train.steps=8 --resume " + run.string());
+  const RelposResult none =
+      relpos_in(dir.path(), words(train + " train.steps=8 --resume " + run.string()));
   INFO(none.err);
-  REQUIRE(none.status == 2);
+  REQUIRE(none.exit_code == 2);
   // Steps 6 and 4 are skipped (rotation, keep_checkpoints=2, deleted step 2), then the error.
   REQUIRE(std::count(none.err.begin(), none.err.end(), '\n') == 3);
   REQUIRE_THAT(none.err, Catch::Contains("relpos: error: --resume: no checkpoint in"));

@@ -1,7 +1,5 @@
 // The relpos executable on bad input: one line on stderr, exit code 2, nothing
 // overwritten. Runs the real binary.
-#include <sys/wait.h>
-
 #include <array>
 #include <catch2/catch.hpp>
 #include <cstdio>
@@ -13,41 +11,29 @@
 #include <vector>
 
 #include "tests/test_files.h"
+#include "tests/test_process.h"
 #include "tests/tiny_run.h"
 
 namespace fs = std::filesystem;
+using relpos::testing::require_one_line_error;
 using relpos::testing::slurp;
 
 namespace {
 
-struct Result {
-  int exit_code = -1;
-  std::string out, err;
-};
+using Result = relpos::testing::RelposResult;
 
 // A temp dir that runs the relpos binary with its stdout and stderr captured there.
 struct Sandbox : relpos::testing::TempDir {
   Sandbox() : TempDir("cli") {}
 
-  // `env`: assignments for the command's environment, e.g. "NAME=value".
-  Result run(const std::string& args, const std::string& env = "") const {
-    const std::string cmd = env + " " + std::string(RELPOS_CLI) + " " + args + " > " +
-                            (path() / "out").string() + " 2> " + (path() / "err").string();
-    const int status = std::system(cmd.c_str());
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(path() / "out"),
-            slurp(path() / "err")};
+  // `args`: a command line without quotes (words()); `env`: assignments for the
+  // command's environment, e.g. "NAME=value".
+  Result run(const std::string& args, const std::vector<std::string>& env = {}) const {
+    return relpos::testing::relpos_in(path(), relpos::testing::words(args), 300, env);
   }
 };
 
 const std::string kTiny = relpos::testing::tiny_run_yaml({"train.steps=2", "train.threads=0"});
-
-void require_one_line_error(const Result& r, const std::string& needle) {
-  INFO("stderr: " << r.err << "\nstdout: " << r.out);
-  REQUIRE(r.exit_code == 2);
-  REQUIRE(r.err.find(needle) != std::string::npos);
-  REQUIRE(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-  REQUIRE(r.err.rfind("relpos: error: ", 0) == 0);
-}
 
 // (step, lr, loss) of every training log line in a run's metrics.jsonl.
 std::vector<std::tuple<std::int64_t, double, double>> logged_lr_and_loss(const fs::path& run) {
@@ -65,31 +51,31 @@ std::vector<std::tuple<std::int64_t, double, double>> logged_lr_and_loss(const f
 TEST_CASE("cli: config errors are one line with exit code 2", "[cli]") {
   Sandbox box;
   require_one_line_error(box.run("train " + (box.path() / "missing.yaml").string()),
-                         "missing.yaml");
+                         {"missing.yaml"});
   const auto bad_yaml = box.write("bad.yaml", "model:\n  d_model: [1, 2\n");
-  require_one_line_error(box.run("train " + bad_yaml.string()), "bad.yaml:");
+  require_one_line_error(box.run("train " + bad_yaml.string()), {"bad.yaml:"});
   const auto unknown = box.write("unknown.yaml", "model:\n  d_modle: 16\n");
-  require_one_line_error(box.run("train " + unknown.string()), "unknown.yaml:2");
+  require_one_line_error(box.run("train " + unknown.string()), {"unknown.yaml:2"});
   const auto wrong_type = box.write("type.yaml", "model:\n  d_model: abc\n");
-  require_one_line_error(box.run("train " + wrong_type.string()), "model.d_model");
+  require_one_line_error(box.run("train " + wrong_type.string()), {"model.d_model"});
   const auto tiny = box.write("tiny.yaml", kTiny);
-  require_one_line_error(box.run("train " + tiny.string() + " model.d_model=15"), "n_heads");
-  require_one_line_error(box.run("train " + tiny.string() + " optim.lr=0"), "optim.lr");
-  require_one_line_error(box.run("train " + tiny.string() + " data.seq_len=1"), "data.seq_len");
+  require_one_line_error(box.run("train " + tiny.string() + " model.d_model=15"), {"n_heads"});
+  require_one_line_error(box.run("train " + tiny.string() + " optim.lr=0"), {"optim.lr"});
+  require_one_line_error(box.run("train " + tiny.string() + " data.seq_len=1"), {"data.seq_len"});
   require_one_line_error(box.run("train " + tiny.string() +
                                  " model.position.scheme=t5 model.position.num_buckets=2 "
                                  "model.position.bidirectional_buckets=true"),
-                         "max_exact=0");
+                         {"max_exact=0"});
   require_one_line_error(box.run("train " + tiny.string() +
                                  " model.position.scheme=t5 "
                                  "model.position.max_distance=8"),
-                         "max_distance");
+                         {"max_distance"});
   require_one_line_error(
       box.run("train " + tiny.string() + " data.source=copy data.task.max_items=9"),
-      "max_items 9");  // seq_len 16 fits strings up to 8
+      {"max_items 9"});  // seq_len 16 fits strings up to 8
   require_one_line_error(box.run("train " + tiny.string() +
                                  " model.position.scheme=rope model.position.randomized_max_len=8"),
-                         "model.position.randomized_max_len");
+                         {"model.position.randomized_max_len"});
 }
 
 TEST_CASE("cli: a warmup longer than the run is cut to it with a one-line note", "[cli]") {
@@ -120,26 +106,26 @@ TEST_CASE("cli: sizes too large for the machine are refused with exit code 2",
   const std::string out_dir = " train.out_dir=" + (box.path() / "run").string();
   // Used to end in std::bad_alloc (exit 1), or SIGSEGV after a wrapped-around count.
   require_one_line_error(box.run("train " + tiny + out_dir + " model.d_model=1000000000"),
-                         "model.d_model=1000000000");
+                         {"model.d_model=1000000000"});
   require_one_line_error(box.run("train " + tiny + out_dir + " model.vocab=4611686018427387904"),
-                         "model.vocab=4611686018427387904");
+                         {"model.vocab=4611686018427387904"});
   require_one_line_error(box.run("train " + tiny + out_dir +
                                  " model.position.scheme=t5 model.position.num_buckets=1000000000"),
-                         "model.position.num_buckets must be <= 1048576");
+                         {"model.position.num_buckets must be <= 1048576"});
   // Used to end in std::bad_alloc (exit 1).
-  require_one_line_error(box.run("positions t5 --q-len 4000000 --csv"), "--q-len 4000000");
+  require_one_line_error(box.run("positions t5 --q-len 4000000 --csv"), {"--q-len 4000000"});
   // Evaluation lengths asked for on the command line are bounded too (were exit 1 or a hang).
   REQUIRE(box.run("train " + tiny + out_dir).exit_code == 0);
   const std::string checkpoint = (box.path() / "run" / "checkpoints" / "ckpt_00000002.h5").string();
   require_one_line_error(
       box.run("eval " + checkpoint + " --data copy --lengths 4611686018427387904"),
-      "--lengths, --batches: the run would not fit in memory");
+      {"--lengths, --batches: the run would not fit in memory"});
   require_one_line_error(box.run("eval " + checkpoint + " --data copy --lengths 1000000000"),
-                         "eval.lengths=[1000000000]");
+                         {"eval.lengths=[1000000000]"});
   // A config that trains on this machine, against a machine with 1 kB free.
   const std::string other_dir = " train.out_dir=" + (box.path() / "refused").string();
-  require_one_line_error(box.run("train " + tiny + other_dir, "RELPOS_MEMORY_LIMIT=1000"),
-                         "would not fit in memory");
+  require_one_line_error(box.run("train " + tiny + other_dir, {"RELPOS_MEMORY_LIMIT=1000"}),
+                         {"would not fit in memory"});
   REQUIRE_FALSE(fs::exists(box.path() / "refused"));
 }
 
@@ -149,29 +135,29 @@ TEST_CASE("cli: train.precision errors are one line with exit code 2 and no run 
   const auto tiny = box.write("tiny.yaml", kTiny);
   const std::string out = " train.out_dir=" + (box.path() / "run").string();
   require_one_line_error(box.run("train " + tiny.string() + out + " train.precision=fp16"),
-                         "train.precision");
+                         {"train.precision"});
   require_one_line_error(
       box.run("train " + tiny.string() + out + " train.precision=bf16 train.device=cuda"),
-      "train.precision: bf16 runs on the CPU only (train.device=cpu), got train.device=cuda");
+      {"train.precision: bf16 runs on the CPU only (train.device=cpu), got train.device=cuda"});
   REQUIRE_FALSE(fs::exists(box.path() / "run"));
 }
 
 TEST_CASE("cli: a key or value holding a newline gives a one-line error", "[cli]") {
   Sandbox box;
   const auto key = box.write("key.yaml", "model:\n  \"d_mo\\ndel\": 16\n");
-  require_one_line_error(box.run("train " + key.string()), "unknown key 'model.d_mo\\ndel'");
+  require_one_line_error(box.run("train " + key.string()), {"unknown key 'model.d_mo\\ndel'"});
   const auto value = box.write("value.yaml", "model:\n  norm: \"layer\\nnorm\"\n");
-  require_one_line_error(box.run("train " + value.string()), "got 'layer\\nnorm'");
+  require_one_line_error(box.run("train " + value.string()), {"got 'layer\\nnorm'"});
   const auto twice = box.write("twice.yaml", "model:\n  d_model: 16\nmodel:\n  n_heads: 2\n");
-  require_one_line_error(box.run("train " + twice.string()), "key 'model' is set twice");
+  require_one_line_error(box.run("train " + twice.string()), {"key 'model' is set twice"});
 }
 
 TEST_CASE("cli: checkpoint errors are one line with exit code 2", "[cli]") {
   Sandbox box;
-  require_one_line_error(box.run("eval " + (box.path() / "none.h5").string()), "none.h5");
+  require_one_line_error(box.run("eval " + (box.path() / "none.h5").string()), {"none.h5"});
   const auto text = box.write("text.h5", "this is not HDF5");
-  require_one_line_error(box.run("inspect " + text.string()), "text.h5");
-  require_one_line_error(box.run("sample " + text.string() + " --prompt x"), "text.h5");
+  require_one_line_error(box.run("inspect " + text.string()), {"text.h5"});
+  require_one_line_error(box.run("sample " + text.string() + " --prompt x"), {"text.h5"});
 }
 
 TEST_CASE("cli: train, inspect, eval and sample work on a tiny run; resume keeps files",
@@ -218,7 +204,7 @@ TEST_CASE("cli: train, inspect, eval and sample work on a tiny run; resume keeps
   const std::string before = slurp(ckpt);
   require_one_line_error(box.run("train " + tiny.string() + " train.out_dir=" + out +
                                  " train.steps=4 model.d_ff=48 --resume " + out),
-                         "architecture");
+                         {"architecture"});
   REQUIRE(slurp(ckpt) == before);
   r = box.run("train " + tiny.string() + " train.out_dir=" + out + " train.steps=4 --resume " +
               out);
@@ -265,13 +251,13 @@ TEST_CASE("cli: a RoPE checkpoint evaluated with rope_scaling (--set) and fine-t
       "model.position.rope_scaling.kind"));
   // An architecture key, or a bad value, is refused in one line.
   require_one_line_error(box.run(eval + dynamic_json.string() + " --set model.d_ff=48"),
-                         "--set cannot change the architecture");
+                         {"--set cannot change the architecture"});
   require_one_line_error(
       box.run(eval + dynamic_json.string() + " --set model.position.rope_scaling.kind=cubic"),
-      "rope_scaling.kind");
+      {"rope_scaling.kind"});
   require_one_line_error(
       box.run(eval + dynamic_json.string() + " --set model.position.rope_scaling.kind=yarn"),
-      "rope_scaling.original_len");
+      {"rope_scaling.original_len"});
   // --init-from: the checkpoint's weights in a new run at twice the length, with a fresh
   // optimizer from step 0. With a negligible learning rate its weights stay the
   // checkpoint's: its own checkpoint evaluates as the original at the original length
@@ -310,17 +296,17 @@ TEST_CASE("cli: a RoPE checkpoint evaluated with rope_scaling (--set) and fine-t
   CHECK(box.run("sample " + dynamic_ckpt + " --prompt And --tokens 8 --seed 3 --no-cache").out ==
         r.out);
   require_one_line_error(box.run(dynamic_train + "2 train.mem_len=8"),
-                         "train.mem_len=8: model.position.rope_scaling.kind=dynamic_ntk");
+                         {"train.mem_len=8: model.position.rope_scaling.kind=dynamic_ntk"});
   require_one_line_error(box.run("eval " + dynamic_ckpt + " --mem-len 8 --batches 1"),
-                         "--mem-len: model.position.rope_scaling.kind=dynamic_ntk");
+                         {"--mem-len: model.position.rope_scaling.kind=dynamic_ntk"});
   // Its architecture must match, and it does not combine with --resume.
   require_one_line_error(box.run("train " + tiny.string() + " model.position.scheme=rope " +
                                  "model.d_ff=48 train.out_dir=" + tuned + "2 --init-from " + out),
-                         "--init-from cannot change the architecture");
+                         {"--init-from cannot change the architecture"});
   require_one_line_error(
       box.run("train " + tiny.string() + " model.position.scheme=rope " + "train.out_dir=" + tuned +
               " --init-from " + out + " --resume " + tuned),
-      "not both");
+      {"not both"});
 }
 
 TEST_CASE("cli: relpos positions prints each scheme's index with its keys as options", "[cli]") {
@@ -347,9 +333,9 @@ TEST_CASE("cli: relpos positions prints each scheme's index with its keys as opt
   CHECK(r.out == "query,k0,k1,k2\n0,0.631,0.000,\n1,1.000,0.631,0.000\n");
   // A key's own validation, and a scheme without a distance table, are one-line errors.
   require_one_line_error(box.run("positions shaw --max-relative 0"),
-                         "model.position.max_relative must be >= 1, got 0");
-  require_one_line_error(box.run("positions rope"), "scheme: rope not in {none,shaw,t5");
-  require_one_line_error(box.run("trian"), "A subcommand is required");
+                         {"model.position.max_relative must be >= 1, got 0"});
+  require_one_line_error(box.run("positions rope"), {"scheme: rope not in {none,shaw,t5"});
+  require_one_line_error(box.run("trian"), {"A subcommand is required"});
   CHECK(box.run("positions --help").exit_code == 0);
 }
 
@@ -368,21 +354,21 @@ TEST_CASE("cli: recurrent training, eval --mem-len, and their one-line errors",
   const auto json = nlohmann::json::parse(slurp(out + "/checkpoints/ckpt_00000002.eval.json"));
   REQUIRE(json["results"].size() == 3);
   REQUIRE(json["results"][2]["mem_len"] == 32);
-  require_one_line_error(box.run("eval " + ckpt + " --mem-len=-1"), "--mem-len");
+  require_one_line_error(box.run("eval " + ckpt + " --mem-len=-1"), {"--mem-len"});
   require_one_line_error(box.run("eval " + ckpt + " --data copy --mem-len 16"),
-                         "--mem-len: needs a text corpus");
+                         {"--mem-len: needs a text corpus"});
   const std::string absolute = (box.path() / "absolute").string();
   require_one_line_error(box.run("train " + tiny.string() +
                                  " train.mem_len=16 model.position.scheme=sinusoidal "
                                  "train.out_dir=" +
                                  absolute),
-                         "train.mem_len=16 needs a relative model.position.scheme");
+                         {"train.mem_len=16 needs a relative model.position.scheme"});
   REQUIRE_FALSE(fs::exists(absolute));
   REQUIRE(
       box.run("train " + tiny.string() + " model.position.scheme=learned train.out_dir=" + absolute)
           .exit_code == 0);
   require_one_line_error(box.run("eval " + absolute + "/checkpoints/ckpt_00000002.h5 --mem-len 16"),
-                         "absolute");
+                         {"absolute"});
 }
 
 TEST_CASE("cli: a kNN memory run trains, evaluates by memory size, and refuses bad sizes",
@@ -393,9 +379,9 @@ TEST_CASE("cli: a kNN memory run trains, evaluates by memory size, and refuses b
       " model.position.scheme=t5 model.knn_memory.layer=0 "
       "model.knn_memory.size=32 model.knn_memory.top_k=4";
   require_one_line_error(box.run("train " + tiny.string() + knn + " model.knn_memory.top_k=33"),
-                         "model.knn_memory.top_k=33 must be <= model.knn_memory.size=32");
+                         {"model.knn_memory.top_k=33 must be <= model.knn_memory.size=32"});
   require_one_line_error(box.run("train " + tiny.string() + knn + " data.source=copy"),
-                         "model.knn_memory.layer=0 needs a text corpus");
+                         {"model.knn_memory.layer=0 needs a text corpus"});
   const std::string out = (box.path() / "knn").string();
   Result r = box.run("train " + tiny.string() + knn + " train.out_dir=" + out);
   INFO(r.err);
@@ -411,9 +397,9 @@ TEST_CASE("cli: a kNN memory run trains, evaluates by memory size, and refuses b
   REQUIRE(results[0]["knn_size"] == 0);
   REQUIRE(results[1]["knn_size"] == 32);
   REQUIRE(results[0]["loss"] != results[1]["loss"]);  // the memory is used
-  require_one_line_error(box.run("eval " + ckpt + " --knn-size -1"), "--knn-size");
+  require_one_line_error(box.run("eval " + ckpt + " --knn-size -1"), {"--knn-size"});
   const std::string plain = (box.path() / "plain").string();
   REQUIRE(box.run("train " + tiny.string() + " train.out_dir=" + plain).exit_code == 0);
   require_one_line_error(box.run("eval " + plain + "/checkpoints/ckpt_00000002.h5 --knn-size 8"),
-                         "--knn-size: the model has no kNN layer");
+                         {"--knn-size: the model has no kNN layer"});
 }

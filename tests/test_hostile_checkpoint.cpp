@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <limits>
 
+#include "tests/checkpoint_bytes.h"
 #include "tests/test_files.h"
 #include "tests/test_process.h"
 #include "tests/tiny_run.h"
@@ -18,6 +19,7 @@
 
 using namespace relpos;
 namespace fs = std::filesystem;
+using testing::redigest;
 using testing::relpos_in;
 using testing::require_one_line_error;
 using testing::slurp;
@@ -32,9 +34,6 @@ Checkpoint small_checkpoint() {
   c.rng_states["data_sampler"] = {1, 2, 3, 4, 0};
   return c;
 }
-
-// The digest rewritten to match the file: a hostile edit reaches the parser.
-void redigest(const fs::path& file) { write_digest(file, slurp(file)); }
 
 // Adds `name` below `group`, 4 floats of zeros, with its fnv1a64 attribute, created
 // with `creation` (e.g. external storage).

@@ -13,17 +13,28 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 namespace relpos::testing {
 
-// Starts `RELPOS_CLI args...` in `dir` with stdout to dir/out and stderr to dir/err.
-inline pid_t spawn_relpos(const std::vector<std::string>& args, const std::filesystem::path& dir) {
+// The words of a command line that holds no quotes and no spaces inside an argument (as
+// the tests' temporary paths hold none): words("eval ckpt.h5 --batches 1").
+inline std::vector<std::string> words(const std::string& line) {
+  std::istringstream in(line);
+  return {std::istream_iterator<std::string>(in), {}};
+}
+
+// Starts `RELPOS_CLI args...` in `dir` with stdout to dir/out and stderr to dir/err, and
+// `env` ("NAME=value" each) added to its environment.
+inline pid_t spawn_relpos(const std::vector<std::string>& args, const std::filesystem::path& dir,
+                          const std::vector<std::string>& env = {}) {
   const pid_t pid = ::fork();
   REQUIRE(pid >= 0);
   if (pid > 0) return pid;
+  for (const std::string& assignment : env) ::putenv(const_cast<char*>(assignment.c_str()));
   const int out = ::open((dir / "out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   const int err = ::open((dir / "err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (out < 0 || err < 0 || ::dup2(out, 1) < 0 || ::dup2(err, 2) < 0 || ::chdir(dir.c_str()) != 0)
@@ -82,18 +93,21 @@ inline std::string read_back(const std::filesystem::path& file) {
 }
 
 // Runs `relpos args...` in `dir` (no shell: any path is one argument) to its end, at
-// most `seconds`; its stdout and stderr are dir/out and dir/err.
+// most `seconds`, with `env` added to its environment; its stdout and stderr are dir/out
+// and dir/err.
 inline RelposResult relpos_in(const std::filesystem::path& dir,
-                              const std::vector<std::string>& args, int seconds = 120) {
-  const int code = wait_at_most(spawn_relpos(args, dir), seconds);
+                              const std::vector<std::string>& args, int seconds = 120,
+                              const std::vector<std::string>& env = {}) {
+  const int code = wait_at_most(spawn_relpos(args, dir, env), seconds);
   return {code, read_back(dir / "out"), read_back(dir / "err")};
 }
 
-// Exit code 2 and one line on stderr holding every needle.
+// Exit code 2 and one line on stderr, "relpos: error: ...", holding every needle.
 inline void require_one_line_error(const RelposResult& r, const std::vector<std::string>& needles) {
   INFO("stderr: " << r.err << "\nstdout: " << r.out);
   REQUIRE(r.exit_code == 2);
   REQUIRE(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  REQUIRE(r.err.rfind("relpos: error: ", 0) == 0);
   for (const std::string& n : needles) REQUIRE(r.err.find(n) != std::string::npos);
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole ctest suite under AddressSanitizer and UndefinedBehaviorSanitizer: configures
 # build-asan/ (-DRELPOS_SANITIZE=address,undefined, CPU only, no benchmarks, -O1 -g), builds
-# it and runs ctest there. Any sanitizer report fails its test. Extra arguments go to the
+# it and runs ctest there: every Catch2 case but those tagged [slow] (whole training runs and
+# child processes, run unsanitized by tools/test.sh), the mpirun tests and the script tests. Any sanitizer report fails its test. Extra arguments go to the
 # CMake configure step (e.g. -DCMAKE_CXX_COMPILER_LAUNCHER=ccache).
 # On 2 cores: about 5 minutes to build from scratch on a quiet machine (25 shared) and 1 to 4
 # minutes for ctest.
