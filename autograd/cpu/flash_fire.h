@@ -96,7 +96,9 @@ void fire_gradient_row(const FireTables<T>& t, const FlashGeometry& g, std::int6
   const T* w2h = t.w2 + h * t.hidden;
   for (std::int64_t k = 0; k < t.hidden; ++k) {
     const T a = t.w1[k], b = t.b1[k], w = w2h[k];
-    T act = 0, gx = 0, gsum = 0;  // sums of ds·relu(pre), g·x, g with g = ds·w·[pre > 0]
+    // Sums of ds·relu(pre), g·x, g with g = ds·w·[pre > 0], in f64: each row's ds sum to
+    // zero, so these are small differences of large terms.
+    double act = 0, gx = 0, gsum = 0;
 #pragma omp simd reduction(+ : act, gx, gsum)
     for (std::int64_t c = 0; c < n; ++c) {
       const T pre = a * x[c] + b;
@@ -114,14 +116,15 @@ void fire_gradient_row(const FireTables<T>& t, const FlashGeometry& g, std::int6
   // x = psi(qpos - j) / psi(m_i): dx/dc = dpsi(d) / psi(m_i) - x · norm_c[i],
   // dx/dthreshold = -x · norm_thr[i].
   const T* dp = t.dpsi.data() + (g.qpos(i) - j0);
-  T through_psi = 0, through_norm = 0;
+  double through_psi = 0, through_norm = 0;
 #pragma omp simd reduction(+ : through_psi, through_norm)
   for (std::int64_t c = 0; c < n; ++c) {
     through_psi += dx[c] * dp[-c];
     through_norm += dx[c] * x[c];
   }
-  *sums.c += through_psi * t.inv_norm[i] - through_norm * t.norm_c[i];
-  *sums.threshold -= through_norm * t.norm_thr[i];
+  *sums.c += through_psi * static_cast<double>(t.inv_norm[i]) -
+             through_norm * static_cast<double>(t.norm_c[i]);
+  *sums.threshold -= through_norm * static_cast<double>(t.norm_thr[i]);
 }
 
 }  // namespace relpos::cpu
