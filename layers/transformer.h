@@ -3,6 +3,7 @@
 // term), n blocks of [x + attn(norm(x)); x + mlp(norm(x))], a final norm and the
 // LM head (optionally tied to the embedding).
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "layers/attention.h"
@@ -64,6 +65,13 @@ class Block : public Module {
   Linear* fc1_;
   Linear* fc2_;
 };
+
+// The position parameters of a model are those of its position scheme, the module named
+// "position" (every layer's share of a scheme lives there): T5's bias tables, Shaw's key
+// and value tables, Transformer-XL's W_r projections and u, v, KERPLE's r1, r2 and the
+// learned absolute table. Sinusoidal, RoPE, ALiBi and none have none. optim.position_lr_scale
+// multiplies their learning rate.
+inline bool is_position_parameter(const std::string& name) { return name.starts_with("position."); }
 
 class TransformerLM : public Module {
  public:

@@ -82,6 +82,7 @@ void require_same(const RunConfig& a, const RunConfig& b) {
   CHECK(a.optim.nesterov == b.optim.nesterov);
   CHECK(a.optim.grad_clip == b.optim.grad_clip);
   CHECK(a.optim.grad_accum == b.optim.grad_accum);
+  CHECK(a.optim.position_lr_scale == b.optim.position_lr_scale);
   CHECK(a.schedule.name == b.schedule.name);
   CHECK(a.schedule.warmup_steps == b.schedule.warmup_steps);
   CHECK(a.schedule.min_lr == b.schedule.min_lr);
@@ -104,7 +105,7 @@ void require_same(const RunConfig& a, const RunConfig& b) {
 }
 
 // require_same compares this many keys; a new key must be added there too.
-constexpr std::size_t kComparedKeys = 80;
+constexpr std::size_t kComparedKeys = 82;
 
 // Every key set to a value other than its default (and valid together).
 const char* const kEveryKeyYaml = R"(model:
@@ -138,6 +139,7 @@ const char* const kEveryKeyYaml = R"(model:
     per_layer_uv: true
     rope_base: 500000
     randomized_max_len: 96
+    sinusoid_scale: 0.5
     rope_scaling:
       kind: yarn
       factor: 8
@@ -177,6 +179,7 @@ optim:
   nesterov: true
   grad_clip: 0
   grad_accum: 4
+  position_lr_scale: 2
 schedule:
   name: warmup_linear
   warmup_steps: 7
@@ -232,6 +235,7 @@ RunConfig every_key_expected() {
   p.set("per_layer_uv", true);
   p.set("rope_base", 500000.0);
   p.set("randomized_max_len", std::int64_t{96});
+  p.set("sinusoid_scale", 0.5);
   p.set("rope_scaling.kind", std::string("yarn"));
   p.set("rope_scaling.factor", 8.0);
   p.set("rope_scaling.original_len", std::int64_t{48});
@@ -246,7 +250,7 @@ RunConfig every_key_expected() {
   c.data.val_fraction = 0.25;
   c.data.mask_prob = 0.3;
   c.data.task = {20, 3, 4, 1, 0};
-  c.optim = {"sgd", 3e-4, 0.8, 0.95, 1e-6, 0.5, 0.9, true, 0.0, 4};
+  c.optim = {"sgd", 3e-4, 0.8, 0.95, 1e-6, 0.5, 0.9, true, 0.0, 4, 2.0};
   c.schedule = {"warmup_linear", 7, 1e-5};
   c.train = {77, 3,          11,     2,    13,
              0,  "rollback", 5,      7,    std::numeric_limits<std::uint64_t>::max(),

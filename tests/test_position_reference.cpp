@@ -147,4 +147,10 @@ TEST_CASE("sinusoid tables match the reference; the sinusoidal scheme adds them 
   const auto reference = f.at("table_50_16").to_vector();
   for (std::size_t i = 0; i < added.size(); ++i)
     REQUIRE(added[i] == Approx(kSinusoidScale * reference[3 * 16 + i]).margin(1e-15));
+  // model.position.sinusoid_scale sets the amplitude: 1 adds the table itself.
+  PositionConfig unit = test_position_configs("sinusoidal")[0];
+  unit.set("sinusoid_scale", 1.0);
+  const auto at_one = make_position_scheme(unit, {16, 2, 1, true}, rng)->embed(x, 3).to_vector();
+  for (std::size_t i = 0; i < at_one.size(); ++i)
+    REQUIRE(at_one[i] == Approx(reference[3 * 16 + i]).margin(1e-15));
 }

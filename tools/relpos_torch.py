@@ -222,7 +222,8 @@ class PositionScheme(torch.nn.Module):
         length = x.shape[1]
         if self.scheme == "sinusoidal":
             positions = torch.arange(start, start + length)
-            return x + sinusoids(positions, x.shape[-1], True).to(x.dtype) * SINUSOID_SCALE
+            scale = self.cfg.get("sinusoid_scale", SINUSOID_SCALE)  # absent before the key
+            return x + sinusoids(positions, x.shape[-1], True).to(x.dtype) * scale
         if self.scheme == "learned":
             if start + length > self.table.shape[0]:
                 raise ExportError(

@@ -135,7 +135,10 @@ RunState build_run(const RunConfig& config, const std::string& tokenizer_model,
           config.train.mem_len, config.model.position.get<std::string>("rope_scaling.kind"));
   move_parameters(run.model->parameters(), device);
   // Refused here, before any step, when the device lacks the optimizer's kernel.
-  run.optimizer = make_optimizer(config.optim, run.model->parameters());
+  std::vector<NamedParameter> parameters = run.model->parameters();
+  for (NamedParameter& p : parameters)
+    if (is_position_parameter(p.name)) p.lr_scale = config.optim.position_lr_scale;
+  run.optimizer = make_optimizer(config.optim, std::move(parameters));
   DataConfig data = config.data;
   data.tokenizer = tokenizer;
   data.seed = mix64(config.train.seed, 2);

@@ -48,8 +48,9 @@ void run(const AblateOptions& o) {
     return;
   }
   run_sweep(sweep, std::cout, std::filesystem::read_symlink("/proc/self/exe"));
-  for (const char* file : {"results.md", "results.csv"})
-    std::cout << "wrote " << (sweep.out_dir / file).string() << "\n";
+  for (const char* file : {"results.md", "results.csv", "differences.csv"})
+    if (file != std::string("differences.csv") || !sweep.seeds.empty())
+      std::cout << "wrote " << (sweep.out_dir / file).string() << "\n";
   run_plot_script({"ablation", sweep.out_dir.string()}, std::cout);
 }
 

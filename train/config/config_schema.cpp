@@ -193,6 +193,11 @@ std::vector<ConfigKey> run_keys() {
        {},
        "clip the global L2 norm of the gradients to this; 0: no clipping",
        [](RunConfig& c) -> F { return &c.optim.grad_clip; }},
+      {"optim.position_lr_scale",
+       {},
+       "the position parameters' learning rate is lr times this (docs/config.md lists them); 0 "
+       "freezes them",
+       [](RunConfig& c) -> F { return &c.optim.position_lr_scale; }},
       {"optim.grad_accum",
        {},
        "micro-batches per step; their gradients are averaged",

@@ -3,6 +3,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "autograd/error.h"
 #include "data/masking.h"
@@ -153,6 +154,8 @@ void validate_optim(const OptimConfig& o, const ScheduleConfig& s, std::int64_t 
   require(o.beta2 >= 0.0 && o.beta2 < 1.0, "optim.beta2 must be in [0, 1), got {}", o.beta2);
   require(o.eps > 0.0, "optim.eps must be > 0, got {}", o.eps);
   require(o.weight_decay >= 0.0, "optim.weight_decay must be >= 0, got {}", o.weight_decay);
+  require(std::isfinite(o.position_lr_scale) && o.position_lr_scale >= 0.0,
+          "optim.position_lr_scale must be finite and >= 0, got {}", o.position_lr_scale);
   require(o.momentum >= 0.0 && o.momentum < 1.0, "optim.momentum must be in [0, 1), got {}",
           o.momentum);
   require(o.grad_clip >= 0.0, "optim.grad_clip must be >= 0 (0 disables clipping), got {}",
