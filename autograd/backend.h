@@ -11,6 +11,7 @@
 
 #include "autograd/allocator.h"
 #include "autograd/attention_chunk.h"
+#include "autograd/fire_terms.h"
 #include "autograd/kernel.h"
 #include "autograd/kernel_math/elementwise_ops.h"
 #include "autograd/precision.h"
@@ -104,6 +105,7 @@ struct FlashAttentionArgs {
   Tensor clipped;        // optional (B, H, Lq, 2k+1)
   Tensor xl_query;       // optional (B, H, Lq, D), with xl_r (H, Lk, D)
   Tensor xl_r;
+  FireTerms fire;           // optional FIRE MLP (autograd/fire_terms.h), evaluated per tile
   std::int64_t clip = 0;    // Shaw's k, for clipped and value_bins
   bool value_bins = false;  // out has D + 2k+1 columns
   double scale = 1.0;
@@ -119,6 +121,7 @@ struct FlashAttentionArgs {
 // Undefined members are not wanted. q, k, v may be strided like the inputs.
 struct FlashAttentionGrads {
   Tensor q, k, v, distance_bias, clipped, xl_query, xl_r;
+  FireTerms fire;
 };
 
 class Backend {

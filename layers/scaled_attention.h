@@ -3,6 +3,7 @@
 // (docs/position-schemes.md). q (B, H, Lq, D); k, v (B, H, Lk, D), Lk >= Lq, the
 // queries being the last Lq positions.
 #include "autograd/attention_chunk.h"
+#include "autograd/fire_terms.h"
 #include "autograd/tensor.h"
 
 namespace relpos {
@@ -15,6 +16,7 @@ struct PositionTerms {
   std::int64_t shaw_clip = 0;
   Tensor xl_r;               // (H, Lk, D): W_r R for distances Lk-1 .. 0
   Tensor xl_u, xl_v;         // (H, D) global content and position biases
+  FireTerms fire;            // FIRE's MLP: a bias by (query position, distance); causal only
   bool scale_scores = true;  // false: q·k is not divided by sqrt(D) (a T5 option)
 };
 

@@ -107,7 +107,11 @@ void require_same(const RunConfig& a, const RunConfig& b) {
 }
 
 // require_same compares this many keys; a new key must be added there too.
+<<<<<<< HEAD
 constexpr std::size_t kComparedKeys = 80;
+=======
+constexpr std::size_t kComparedKeys = 82;
+>>>>>>> fire
 
 // Every key set to a value other than its default (and valid together).
 const char* const kEveryKeyYaml = R"(model:
@@ -149,6 +153,9 @@ const char* const kEveryKeyYaml = R"(model:
       original_len: 48
       beta_fast: 16
       beta_slow: 2
+    fire_hidden: 12
+    fire_c: 0.5
+    fire_threshold: 40
   knn_memory:
     layer: 2
     size: 96
@@ -243,6 +250,9 @@ RunConfig every_key_expected() {
   p.set("rope_scaling.original_len", std::int64_t{48});
   p.set("rope_scaling.beta_fast", 16.0);
   p.set("rope_scaling.beta_slow", 2.0);
+  p.set("fire_hidden", std::int64_t{12});
+  p.set("fire_c", 0.5);
+  p.set("fire_threshold", 40.0);
   c.data.source = "offset_lookup";
   c.data.seq_len = 64;
   c.data.batch_size = 5;

@@ -287,6 +287,24 @@ def attn_kerple(q, k, v, log_r1, log_r2, causal, window=0):
     return weighted_values(attention_probs(s, causal, window), v)
 
 
+def attn_fire(q, k, v, w1, b1, w2, log_c, log_threshold_scale, threshold, causal):
+    """FIRE (Li et al. 2023): bias f(psi(qpos - j) / psi(max(qpos, L))) per head with
+    psi(x) = log(1 + c x), c = exp(log_c), L = threshold * exp(log_threshold_scale) and
+    f(x) = w2 relu(w1 x + b1) (1 -> hidden -> H; no output bias, which would cancel in the
+    softmax). Causal only."""
+    assert causal
+    D, Lq, Lk = q.shape[3], q.shape[2], k.shape[2]
+    c = torch.exp(log_c)                                             # (1,)
+    L = threshold * torch.exp(log_threshold_scale)                   # (1,)
+    qpos = query_positions(Lq, Lk).to(DTYPE)[:, None]                # (Lq, 1)
+    dist = (-rel_matrix(Lq, Lk)).clamp(min=0).to(DTYPE)              # (Lq, Lk)
+    x = torch.log1p(c * dist) / torch.log1p(c * torch.maximum(qpos, L))
+    hidden = torch.relu(x[..., None] * w1 + b1)                      # (Lq, Lk, hidden)
+    bias = (hidden @ w2.T).permute(2, 0, 1)                          # (H, Lq, Lk)
+    s = dot_scores(q, k) / math.sqrt(D) + bias[None]
+    return weighted_values(attention_probs(s, causal), v)
+
+
 # ---------------------------------------------------------------------------
 # 6. RoPE (rotate-half)
 # ---------------------------------------------------------------------------

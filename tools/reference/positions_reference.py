@@ -53,6 +53,10 @@ def param_shapes(scheme, cfg):
         return [("xl_w_r", [H * D, cfg["d_model"]]), ("xl_u", [H, D]), ("xl_v", [H, D])]
     if scheme == "kerple":
         return [("layers.0.log_r1", [H]), ("layers.0.log_r2", [H])]
+    if scheme == "fire":
+        n = cfg["fire_hidden"]
+        return [("layers.0." + p, s) for p, s in (("w1", [n]), ("b1", [n]), ("w2", [H, n]),
+                ("log_c", [1]), ("log_threshold_scale", [1]))]
     raise ValueError("unknown scheme %r" % scheme)
 
 
@@ -76,7 +80,14 @@ def forward(scheme, cfg, q, k, v, params):
         return ps.attn_rope(q, k, v, causal, cfg["base"], rope_scaling(cfg), window)
     if scheme == "kerple":
         return ps.attn_kerple(q, k, v, params["layers.0.log_r1"], params["layers.0.log_r2"],
+<<<<<<< HEAD
                               causal, window)
+=======
+                              causal)
+    if scheme == "fire":
+        p = [params["layers.0." + n] for n in ("w1", "b1", "w2", "log_c", "log_threshold_scale")]
+        return ps.attn_fire(q, k, v, *p, cfg["fire_threshold"], causal)
+>>>>>>> fire
     raise ValueError("unknown scheme %r" % scheme)
 
 
@@ -190,6 +201,7 @@ CASES = [
     _case("kerple", "kerple_bidir", 12, 12, 4, False),
     _case("kerple", "kerple_causal_mem", 5, 13, 4, True, H=4),
 
+<<<<<<< HEAD
     # Causal sliding windows (model.attention_window): query i sees keys qpos(i) - W < j.
     _case("none", "none_causal_window4", 16, 16, 8, True, window=4),
     _case("none", "none_causal_mem_window1", 5, 13, 8, True, window=1),
@@ -199,6 +211,12 @@ CASES = [
     _case("alibi", "alibi_causal_window6", 16, 16, 4, True, window=6),
     _case("rope", "rope_causal_mem_window4", 5, 13, 8, True, base=10000.0, window=4),
     _case("kerple", "kerple_causal_window3", 14, 14, 4, True, window=3),
+=======
+    # Thresholds inside the queries' positions: rows on both sides of max(i, L).
+    _case("fire", "fire_causal", 14, 14, 4, True, fire_hidden=6, fire_c=0.1, fire_threshold=5.0),
+    _case("fire", "fire_causal_mem", 5, 13, 4, True, H=4, fire_hidden=4, fire_c=0.1,
+          fire_threshold=10.0),
+>>>>>>> fire
 ]
 
 
@@ -506,6 +524,8 @@ GRADCHECK_CASES = [
     _rope_scaled("gc_rope_yarn", 3, 5, 8, True, "yarn", 3.0, 40, base=100.0),
     _rope_scaled("gc_rope_dynamic_ntk", 3, 5, 4, False, "dynamic_ntk", 2.0, 2),
     _case("kerple", "gc_kerple", 3, 5, 4, False, B=1, H=2),
+    _case("fire", "gc_fire", 3, 6, 4, True, B=1, H=2, fire_hidden=3, fire_c=0.1,
+          fire_threshold=4.0),
 ]
 
 

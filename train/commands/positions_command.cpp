@@ -33,8 +33,8 @@ struct PositionsOptions {
   std::string png;
 };
 
-// The matrix, with std::nullopt for masked (future) entries.
-using Grid = std::vector<std::vector<std::optional<std::int64_t>>>;
+// The matrix as printed, with std::nullopt for masked (future) entries.
+using Grid = std::vector<std::vector<std::optional<std::string>>>;
 
 // Future keys are masked when asked, and always for causal-only schemes.
 bool masked(const PositionsOptions& o, const PositionSchemeEntry& entry) {
@@ -45,13 +45,15 @@ bool masked(const PositionsOptions& o, const PositionSchemeEntry& entry) {
 Grid index_matrix(const PositionsOptions& o, const PositionSchemeEntry& entry,
                   std::int64_t window = 0) {
   const std::int64_t lq = o.q_len, lk = o.k_len;
-  Grid grid(static_cast<std::size_t>(lq), std::vector<std::optional<std::int64_t>>(lk));
+  Grid grid(static_cast<std::size_t>(lq), std::vector<std::optional<std::string>>(lk));
   for (std::int64_t i = 0; i < lq; ++i) {
     const std::int64_t qpos = lk - lq + i;  // queries are the last q_len positions
     for (std::int64_t j = 0; j < lk; ++j) {
       const std::int64_t rel = j - qpos;
       if ((masked(o, entry) && rel > 0) || (window > 0 && -rel >= window)) continue;
-      grid[i][j] = entry.table_index(o.config, rel);
+      grid[i][j] = entry.table_index
+                       ? std::to_string(entry.table_index(o.config, rel))
+                       : fmt::format("{:.3f}", entry.table_value(o.config, qpos, rel));
     }
   }
   return grid;
@@ -62,7 +64,7 @@ void print_grid(const Grid& grid, const PositionsOptions& o, const std::string& 
   std::size_t width = 1;
   for (const auto& row : grid)
     for (const auto& v : row)
-      if (v) width = std::max(width, std::to_string(*v).size());
+      if (v) width = std::max(width, v->size());
   width = std::max(width, std::to_string(o.k_len - 1).size());
   const std::size_t label = std::max<std::size_t>(std::to_string(o.q_len - 1).size(), 3);
   std::cout << caption << ", q_len " << o.q_len << ", k_len " << o.k_len
@@ -75,7 +77,7 @@ void print_grid(const Grid& grid, const PositionsOptions& o, const std::string& 
   for (std::size_t i = 0; i < grid.size(); ++i) {
     std::cout << fmt::format("{:>{}} |", i, label);
     for (const auto& v : grid[i])
-      std::cout << fmt::format(" {:>{}}", v ? std::to_string(*v) : std::string("."), width);
+      std::cout << fmt::format(" {:>{}}", v ? *v : std::string("."), width);
     std::cout << "\n";
   }
 }
@@ -86,7 +88,10 @@ std::string grid_csv(const Grid& grid, const PositionsOptions& o) {
   out += "\n";
   for (std::size_t i = 0; i < grid.size(); ++i) {
     out += std::to_string(i);
-    for (const auto& v : grid[i]) out += v ? fmt::format(",{}", *v) : std::string(",");
+    for (const auto& v : grid[i]) {
+      out += ',';
+      if (v) out += *v;
+    }
     out += "\n";
   }
   return out;
@@ -171,11 +176,11 @@ void run(const PositionsOptions& given) {
   if (!o.png.empty()) write_heatmap(grid, o, caption);
 }
 
-// The schemes with a per-distance table.
+// The schemes with a per-distance table or a per-(query, key) input.
 std::vector<std::string> indexed_schemes() {
   std::vector<std::string> names;
   for (const PositionSchemeEntry& entry : position_schemes())
-    if (entry.table_index) names.push_back(entry.name);
+    if (entry.table_index || entry.table_value) names.push_back(entry.name);
   return names;
 }
 
