@@ -11,6 +11,7 @@
 
 #include "autograd/allocator.h"
 #include "autograd/attention_chunk.h"
+#include "autograd/fire_terms.h"
 #include "autograd/kernel.h"
 #include "autograd/kernel_math/elementwise_ops.h"
 #include "autograd/precision.h"
@@ -94,8 +95,8 @@ struct RelativeSoftmaxGrads {
 //               + distance_bias[h, j + Lq-1-i]                         (T5, ALiBi)
 //               + term_scale * clipped[b, h, i, clip(j - qpos(i), -k, k) + k]  (Shaw keys)
 //               + term_scale * xl_query[b, h, i]·xl_r[h, j + Lq-1-i]    (Transformer-XL)
-// masked where causal and j > qpos(i), and outside the chunk band of qpos(i) (chunk.enabled(),
-// autograd/attention_chunk.h); p = softmax over j;
+// masked where causal and j > qpos(i), and outside the chunk band or sliding window of qpos(i)
+// (chunk.banded(), autograd/attention_chunk.h); p = softmax over j;
 //   out[b, h, i, :D] = Σ_j p_ij v_j, and with value_bins also
 //   out[b, h, i, D + c] = Σ_{j : clip(j - qpos(i)) + k = c} p_ij            (Shaw values).
 struct FlashAttentionArgs {
@@ -104,12 +105,13 @@ struct FlashAttentionArgs {
   Tensor clipped;        // optional (B, H, Lq, 2k+1)
   Tensor xl_query;       // optional (B, H, Lq, D), with xl_r (H, Lk, D)
   Tensor xl_r;
+  FireTerms fire;           // optional FIRE MLP (autograd/fire_terms.h), evaluated per tile
   std::int64_t clip = 0;    // Shaw's k, for clipped and value_bins
   bool value_bins = false;  // out has D + 2k+1 columns
   double scale = 1.0;
   double term_scale = 1.0;
   bool causal = false;
-  AttentionChunk chunk;                       // streaming chunk band; size 0: none
+  AttentionChunk chunk;                       // chunk band and window; size and window 0: none
   std::int64_t query_tile = 0, key_tile = 0;  // 0: the backend's defaults (tests set small ones)
   // bf16: f32 inputs take q·kᵀ, p·v and the backward's products of those in bf16 with f32
   // sums; the position terms and the softmax stay f32. f64 inputs ignore it.
@@ -119,6 +121,7 @@ struct FlashAttentionArgs {
 // Undefined members are not wanted. q, k, v may be strided like the inputs.
 struct FlashAttentionGrads {
   Tensor q, k, v, distance_bias, clipped, xl_query, xl_r;
+  FireTerms fire;
 };
 
 class Backend {

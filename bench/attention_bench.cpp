@@ -1,7 +1,8 @@
 // One attention layer, forward + backward, for every position scheme against no
 // positions, in the same run: B=8, H=4, d_model=256 (head_dim 64), causal.
 // Usage: bench_attention [L ...] [--reps N] [--path flash|fused|composed] [--schemes t5,shaw]
-//        (rope-<kind>, e.g. rope-yarn: RoPE with that rope_scaling, 4x from 64)
+//        (rope-<kind>, e.g. rope-yarn: RoPE with that rope_scaling, 4x from 64;
+//        <scheme>@<W>, e.g. rope@128: with a causal sliding window of W, model.attention_window)
 //        [--cpu-time] [--bf16]
 // --bf16 times every scheme in fp32 and in bf16 (autograd/precision.h) in the same rounds,
 // both the attention alone (scaled_attention on q, k, v of (8, 4, L, 64) with the
@@ -30,14 +31,22 @@ namespace {
 struct Layer {
   std::unique_ptr<PositionScheme> scheme;
   std::unique_ptr<MultiHeadAttention> attention;
+  std::int64_t window = 0;  // causal sliding window; 0: none
 };
 
 // `name` is a scheme, or rope-<kind>: RoPE with model.position.rope_scaling.kind=<kind>,
-// extending 4x from original_len 64 (e.g. rope-yarn, rope-dynamic_ntk).
-Layer make_layer(const std::string& name, AttentionPath path) {
+// extending 4x from original_len 64 (e.g. rope-yarn, rope-dynamic_ntk); a suffix @<W>
+// adds a causal sliding window of W positions (e.g. rope@128).
+std::int64_t window_of(const std::string& name) {
+  const auto at = name.find('@');
+  return at == std::string::npos ? 0 : std::atoll(name.c_str() + at + 1);
+}
+
+Layer make_layer(const std::string& full_name, AttentionPath path) {
   Rng rng(7);
   const ModelDims dims{256, 4, 1, true};
   PositionConfig config;
+  const std::string name = full_name.substr(0, full_name.find('@'));
   const auto dash = name.find('-');
   config.scheme = name.substr(0, dash);
   if (dash != std::string::npos) {
@@ -48,7 +57,9 @@ Layer make_layer(const std::string& name, AttentionPath path) {
   config.set("max_relative", std::int64_t{16});
   Layer layer;
   layer.scheme = make_position_scheme(config, dims, rng);
-  layer.attention = std::make_unique<MultiHeadAttention>(dims, 0, *layer.scheme, path, rng);
+  layer.window = window_of(full_name);
+  layer.attention = std::make_unique<MultiHeadAttention>(dims, 0, *layer.scheme, path, rng, nullptr,
+                                                         0, layer.window);
   return layer;
 }
 
@@ -72,8 +83,10 @@ double attention_seconds(const Layer& layer, AttentionPath path, const std::vect
   {
     PrecisionScope scope(precision);
     const PositionScheme& s = *layer.scheme;
+    AttentionChunk band;
+    band.window = layer.window;
     out = scaled_attention(s.rotate(qkv[0], 0), s.rotate(qkv[1], 0), qkv[2], s.terms(0, len, len),
-                           true, path);
+                           true, path, band);
   }
   backward(out, grad);
   return now(cpu_time) - start;

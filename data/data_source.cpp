@@ -32,10 +32,17 @@ Batch DataSource::next_train() {
   return batch;
 }
 
-std::vector<Batch> DataSource::eval_batches(std::int64_t seq_len, std::int64_t count) const {
+std::vector<Batch> DataSource::eval_batches(std::int64_t seq_len, std::int64_t count,
+                                            std::int64_t stride) const {
   require(seq_len >= 1, "eval seq_len must be >= 1, got {}", seq_len);
   require(count >= 0, "eval batch count must be >= 0, got {}", count);
-  std::vector<Batch> batches = draw_eval(seq_len, count);
+  require(stride >= 0 && stride <= seq_len,
+          "eval stride must be in [0, {}] (0: the length), got {}", seq_len, stride);
+  require(!config_.masked_tokens || stride == 0 || stride == seq_len,
+          "eval stride {} < length {}: sliding windows score the next token, but the model is "
+          "bidirectional (masked-token objective)",
+          stride, seq_len);
+  std::vector<Batch> batches = draw_eval(seq_len, count, stride);
   if (config_.masked_tokens) {
     Rng rng(mix64(config_.seed, kEvalMaskStream));
     for (Batch& batch : batches) mask_tokens(batch, config_.mask_prob, rng);
@@ -59,6 +66,14 @@ void DataSource::set_sampler_state(const SamplerState& state) {
   batches_drawn_ = state.batches_drawn;
 }
 
+std::int64_t DataSource::whole_eval_batches(std::int64_t seq_len, std::int64_t sequences,
+                                            std::int64_t stride) const {
+  require(sequences >= 1, "eval sequences must be >= 1, got {}", sequences);
+  const std::int64_t rows = eval_rows(seq_len);
+  const std::int64_t windows = eval_windows(seq_len, stride).value_or(sequences);
+  return (windows + rows - 1) / rows;
+}
+
 std::int64_t DataSource::eval_rows(std::int64_t seq_len) const {
   return std::max<std::int64_t>(1, config_.batch_size * config_.seq_len / seq_len);
 }
@@ -76,10 +91,16 @@ Batch CorpusSource::draw_train(Rng& rng) {
   return random_windows(corpus_.train, config().seq_len, config().batch_size, rng);
 }
 
-std::vector<Batch> CorpusSource::draw_eval(std::int64_t seq_len, std::int64_t count) const {
+std::vector<Batch> CorpusSource::draw_eval(std::int64_t seq_len, std::int64_t count,
+                                           std::int64_t stride) const {
   const std::int64_t rows = eval_rows(seq_len);
   require_enough(corpus_, Split::validation, seq_len, rows);
-  return sequential_windows(corpus_.validation, seq_len, rows, count);
+  return sequential_windows(corpus_.validation, seq_len, rows, count, stride);
+}
+
+std::optional<std::int64_t> CorpusSource::eval_windows(std::int64_t seq_len,
+                                                       std::int64_t stride) const {
+  return sequential_window_count(corpus_.validation.size(), seq_len, stride);
 }
 
 std::string CorpusSource::describe_source() const {
@@ -100,12 +121,21 @@ Batch TaskSource::draw_train(Rng& rng) {
   return generator_.batch(config().seq_len, config().batch_size, rng);
 }
 
-std::vector<Batch> TaskSource::draw_eval(std::int64_t seq_len, std::int64_t count) const {
+std::vector<Batch> TaskSource::draw_eval(std::int64_t seq_len, std::int64_t count,
+                                         std::int64_t stride) const {
+  require(stride == 0 || stride == seq_len,
+          "eval stride {}: data.source={} is a synthetic task of independent sequences; sliding "
+          "windows need a text corpus",
+          stride, config().source);
   Rng rng(mix64(config().seed, kEvalStream));
   std::vector<Batch> batches;
   for (std::int64_t i = 0; i < count; ++i)
     batches.push_back(generator_.batch(seq_len, eval_rows(seq_len), rng));
   return batches;
+}
+
+std::optional<std::int64_t> TaskSource::eval_windows(std::int64_t, std::int64_t) const {
+  return std::nullopt;
 }
 
 std::string TaskSource::describe_source() const {

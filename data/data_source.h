@@ -2,6 +2,7 @@
 // Where training and evaluation batches come from: a text corpus or a synthetic task.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,8 +59,15 @@ class DataSource {
   // another one, for length extrapolation). The same call always returns the
   // same batches. Each has eval_rows(seq_len) rows, so every length uses about
   // batch_size × train seq_len tokens per batch. With masked_tokens, the masks
-  // come from a generator seeded afresh at each call.
-  std::vector<Batch> eval_batches(std::int64_t seq_len, std::int64_t count) const;
+  // come from a generator seeded afresh at each call. `stride` (a corpus only; 0: the
+  // length) starts a window every `stride` tokens, each scoring only the tokens the
+  // window before did not (sequential_windows in sampler.h).
+  std::vector<Batch> eval_batches(std::int64_t seq_len, std::int64_t count,
+                                  std::int64_t stride = 0) const;
+  // The batches that hold the whole validation split of a corpus at seq_len (with
+  // `stride`); for a task, those that hold at least `sequences` sequences.
+  std::int64_t whole_eval_batches(std::int64_t seq_len, std::int64_t sequences,
+                                  std::int64_t stride = 0) const;
   std::int64_t eval_rows(std::int64_t seq_len) const;
 
   std::string describe() const;
@@ -70,7 +78,12 @@ class DataSource {
  protected:
   // The batches of the source itself, before any masking.
   virtual Batch draw_train(Rng& rng) = 0;
-  virtual std::vector<Batch> draw_eval(std::int64_t seq_len, std::int64_t count) const = 0;
+  virtual std::vector<Batch> draw_eval(std::int64_t seq_len, std::int64_t count,
+                                       std::int64_t stride) const = 0;
+  // Windows (a corpus) or sequences (a task) in the whole validation data at seq_len;
+  // nullopt when the source makes as many as asked for (a task).
+  virtual std::optional<std::int64_t> eval_windows(std::int64_t seq_len,
+                                                   std::int64_t stride) const = 0;
   virtual std::string describe_source() const = 0;
 
  private:
@@ -88,7 +101,10 @@ class CorpusSource final : public DataSource {
 
  protected:
   Batch draw_train(Rng& rng) override;
-  std::vector<Batch> draw_eval(std::int64_t seq_len, std::int64_t count) const override;
+  std::vector<Batch> draw_eval(std::int64_t seq_len, std::int64_t count,
+                               std::int64_t stride) const override;
+  std::optional<std::int64_t> eval_windows(std::int64_t seq_len,
+                                           std::int64_t stride) const override;
   std::string describe_source() const override;
 
  private:
@@ -103,7 +119,10 @@ class TaskSource final : public DataSource {
 
  protected:
   Batch draw_train(Rng& rng) override;
-  std::vector<Batch> draw_eval(std::int64_t seq_len, std::int64_t count) const override;
+  std::vector<Batch> draw_eval(std::int64_t seq_len, std::int64_t count,
+                               std::int64_t stride) const override;
+  std::optional<std::int64_t> eval_windows(std::int64_t seq_len,
+                                           std::int64_t stride) const override;
   std::string describe_source() const override;
 
  private:

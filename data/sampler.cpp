@@ -47,21 +47,36 @@ Batch random_windows(const TokenSequence& tokens, std::int64_t seq_len, std::int
 }
 
 std::vector<Batch> sequential_windows(const TokenSequence& tokens, std::int64_t seq_len,
-                                      std::int64_t rows, std::int64_t max_batches) {
+                                      std::int64_t rows, std::int64_t max_batches,
+                                      std::int64_t stride) {
   require(seq_len >= 1 && rows >= 1, "sequential_windows: seq_len {} and rows {} must be >= 1",
           seq_len, rows);
-  const auto windows =
-      std::max<std::int64_t>(0, static_cast<std::int64_t>(tokens.size()) - 1) / seq_len;
+  if (stride == 0) stride = seq_len;
+  require(stride >= 1 && stride <= seq_len, "sequential_windows: stride {} must be in [1, {}]",
+          stride, seq_len);
+  const std::int64_t windows = sequential_window_count(tokens.size(), seq_len, stride);
   const std::int64_t used = std::min(windows, rows * max_batches);
   std::vector<Batch> batches;
   for (std::int64_t first = 0; first < used; first += rows) {
     const std::int64_t count = std::min(rows, used - first);
     Batch batch = empty_batch(count, seq_len);
-    for (std::int64_t row = 0; row < count; ++row)
-      fill_row(batch, row, tokens, (first + row) * seq_len);
+    std::int64_t* scored = batch.targets.data<std::int64_t>();  // (count, L)
+    for (std::int64_t row = 0; row < count; ++row) {
+      const std::int64_t window = first + row;
+      fill_row(batch, row, tokens, window * stride);
+      // Targets the window before scored already: all but its last `stride`.
+      if (window > 0) std::fill_n(scored + row * seq_len, seq_len - stride, kIgnoreTarget);
+    }
     batches.push_back(std::move(batch));
   }
   return batches;
+}
+
+std::int64_t sequential_window_count(std::size_t tokens, std::int64_t seq_len,
+                                     std::int64_t stride) {
+  if (stride == 0) stride = seq_len;
+  const auto targets = std::max<std::int64_t>(0, static_cast<std::int64_t>(tokens) - 1);
+  return targets < seq_len ? 0 : (targets - seq_len) / stride + 1;
 }
 
 std::int64_t stream_segments_per_row(std::size_t tokens, std::int64_t seq_len, std::int64_t rows) {

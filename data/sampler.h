@@ -31,12 +31,20 @@ struct SamplerState {
 Batch random_windows(const TokenSequence& tokens, std::int64_t seq_len, std::int64_t batch_size,
                      Rng& rng);
 
-// Non-overlapping windows in order: window k has inputs tokens[kL, kL+L) and
-// targets tokens[kL+1, kL+L+1), so every token after the first is scored once.
-// Consecutive windows form batches of `rows`; at most `max_batches` batches,
-// the last one possibly with fewer rows; a partial window is never produced.
+// Windows in order, one every `stride` tokens (0: stride = seq_len, non-overlapping):
+// window k has inputs tokens[kS, kS+L) and targets tokens[kS+1, kS+L+1). With S = L
+// every target is scored; with S < L (sliding windows, Press et al. 2022, Appendix B)
+// the first window scores all its targets and every later one only its last S, the
+// others set to kIgnoreTarget, so each token after the first is scored exactly once,
+// with at least L − S tokens of context from the second window on. Consecutive windows
+// form batches of `rows`; at most `max_batches` batches, the last one possibly with
+// fewer rows; a partial window is never produced. Needs 1 <= S <= L.
 std::vector<Batch> sequential_windows(const TokenSequence& tokens, std::int64_t seq_len,
-                                      std::int64_t rows, std::int64_t max_batches);
+                                      std::int64_t rows, std::int64_t max_batches,
+                                      std::int64_t stride = 0);
+// The windows sequential_windows cuts from `tokens` (no batch limit): 0 when fewer than
+// seq_len + 1 tokens, else (tokens − 1 − L) / S + 1.
+std::int64_t sequential_window_count(std::size_t tokens, std::int64_t seq_len, std::int64_t stride);
 
 // Segment `index` of `rows` contiguous streams: the tokens are cut into `rows`
 // equal parts of P = (size − 1) / rows tokens, and row r of the batch holds

@@ -7,8 +7,11 @@ namespace relpos {
 
 MultiHeadAttention::MultiHeadAttention(const ModelDims& dims, std::int64_t layer,
                                        const PositionScheme& scheme, AttentionPath path, Rng& rng,
-                                       const AttentionChunk* chunk, std::int64_t knn_top_k)
-    : dims_(dims), layer_(layer), scheme_(scheme), path_(path), chunk_(chunk) {
+                                       const AttentionChunk* chunk, std::int64_t knn_top_k,
+                                       std::int64_t window)
+    : dims_(dims), layer_(layer), scheme_(scheme), path_(path), chunk_(chunk), window_(window) {
+  require(window >= 0 && (window == 0 || dims.causal),
+          "attention: a sliding window ({}) must be >= 0 and needs causal attention", window);
   require(dims.n_heads > 0 && dims.d_model % dims.n_heads == 0,
           "model.d_model={} must be divisible by model.n_heads={}", dims.d_model, dims.n_heads);
   q_ = &register_module("q", std::make_unique<Linear>(dims.d_model, dims.d_model, false, rng));
@@ -50,6 +53,7 @@ Tensor MultiHeadAttention::forward(const Tensor& x, std::int64_t start, const Te
   const std::int64_t k_len = k.size(2);
   AttentionChunk chunk = chunk_ ? *chunk_ : AttentionChunk{};
   chunk.key_origin = start - (k_len - len);  // the cache or memory keys come first
+  chunk.window = window_;
   Tensor out =
       scaled_attention(q, k, v, scheme_.terms(layer_, len, k_len), dims_.causal, path_, chunk);
   if (knn_ && knn) out = knn_mix(q_content, k_content, v, out, mem_len, *knn);

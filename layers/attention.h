@@ -16,9 +16,10 @@ struct KvCache {
 class MultiHeadAttention : public Module {
  public:
   // `chunk`, if given, is read at every call (its size may change between batches).
+  // `window` > 0: query p sees keys p - window < j <= p only (a causal sliding window).
   MultiHeadAttention(const ModelDims& dims, std::int64_t layer, const PositionScheme& scheme,
                      AttentionPath path, Rng& rng, const AttentionChunk* chunk = nullptr,
-                     std::int64_t knn_top_k = 0);
+                     std::int64_t knn_top_k = 0, std::int64_t window = 0);
 
   // x (B, L, d_model) holds positions start .. start+L-1. `memory` (B, M, d_model),
   // if defined, holds the M positions before them (no gradient flows into it);
@@ -38,6 +39,7 @@ class MultiHeadAttention : public Module {
   const PositionScheme& scheme_;
   AttentionPath path_;
   const AttentionChunk* chunk_;
+  std::int64_t window_;
   Linear* q_;
   Linear* k_;
   Linear* v_;

@@ -6,6 +6,7 @@
 #include "autograd/error.h"
 #include "autograd/kernel.h"
 #include "autograd/ops/elementwise.h"
+#include "autograd/ops/fire_bias.h"
 #include "autograd/ops/flash_attention.h"
 #include "autograd/ops/mask.h"
 #include "autograd/ops/matmul.h"
@@ -43,6 +44,7 @@ Tensor flash_path(const Tensor& q, const Tensor& k, const Tensor& v, const Posit
   ft.causal = causal;
   ft.chunk = chunk;
   ft.distance_bias = like(terms.distance_bias, q);
+  ft.fire = terms.fire;
   ft.clip = terms.shaw_clip;
   if (terms.shaw_keys.defined())  // q·Bᵀ: (B, H, Lq, 2k+1)
     ft.clipped = matmul(q, transpose(per_head_operand(terms.shaw_keys, batch), -1, -2));
@@ -86,6 +88,7 @@ Tensor scaled_attention(const Tensor& q, const Tensor& k, const Tensor& v,
           v.describe());
   const bool xl = terms.xl_r.defined();
   require(!xl || causal, "attention: Transformer-XL terms need causal attention");
+  require(!terms.fire.defined() || causal, "attention: FIRE needs causal attention");
   // Where the backend has no flash kernel, the fused path computes the same attention.
   if (path == AttentionPath::flash && kernel_supported(q, Kernel::flash_attention))
     return flash_path(q, k, v, terms, causal, chunk);
@@ -94,9 +97,9 @@ Tensor scaled_attention(const Tensor& q, const Tensor& k, const Tensor& v,
 
   // Content scores (B, H, Lq, Lk); XL adds its global content bias u to q.
   Tensor scores = matmul(xl ? add(q, head_bias(terms.xl_u)) : q, k_t);
-  // Outside the chunk band a score of -inf stays -inf after every term and softmax
+  // Outside the chunk band or the window a score of -inf stays -inf after every term and softmax
   // gives it probability 0 and gradient 0 (on the fused path too).
-  if (chunk.enabled())
+  if (chunk.banded())
     scores = masked_fill(scores, chunk_mask(q_len, k_len, chunk, q.device()),
                          -std::numeric_limits<double>::infinity());
   RelativeTerms rt;
@@ -115,11 +118,18 @@ Tensor scaled_attention(const Tensor& q, const Tensor& k, const Tensor& v,
     rt.shifted = matmul(add(q, head_bias(terms.xl_v)), transpose(r, -1, -2));
   }
 
+  // FIRE's (H, Lq, Lk) bias: the fused kernel then gets scale·q·k + bias as its scores.
+  const Tensor fire = terms.fire.defined() ? fire_bias(terms.fire, q_len, k_len) : Tensor();
   Tensor probs;
   if (path != AttentionPath::composed) {
+    if (fire.defined()) {
+      scores = add(mul_scalar(scores, rt.scale), fire);
+      rt.scale = 1.0;
+    }
     probs = relative_softmax(scores, rt);
   } else {
     Tensor logits = mul_scalar(scores, rt.scale);
+    if (fire.defined()) logits = add(logits, fire);
     if (rt.distance_bias.defined())
       logits = add(logits, distance_expand(rt.distance_bias, q_len, k_len));
     if (rt.clipped.defined())

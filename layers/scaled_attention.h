@@ -3,6 +3,7 @@
 // (docs/position-schemes.md). q (B, H, Lq, D); k, v (B, H, Lk, D), Lk >= Lq, the
 // queries being the last Lq positions.
 #include "autograd/attention_chunk.h"
+#include "autograd/fire_terms.h"
 #include "autograd/tensor.h"
 
 namespace relpos {
@@ -15,6 +16,7 @@ struct PositionTerms {
   std::int64_t shaw_clip = 0;
   Tensor xl_r;               // (H, Lk, D): W_r R for distances Lk-1 .. 0
   Tensor xl_u, xl_v;         // (H, D) global content and position biases
+  FireTerms fire;            // FIRE's MLP: a bias by (query position, distance); causal only
   bool scale_scores = true;  // false: q·k is not divided by sqrt(D) (a T5 option)
 };
 
@@ -27,7 +29,8 @@ enum class AttentionPath { flash, fused, composed };
 const char* name_of(AttentionPath path);
 
 // `chunk` (size 0: none) restricts each query to its chunk band (streaming encoders,
-// docs/streaming.md): flash applies it per tile, fused and composed as a mask.
+// docs/streaming.md), and chunk.window (0: none) to its sliding window: flash applies
+// both per tile, fused and composed as a mask.
 Tensor scaled_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                         const PositionTerms& terms, bool causal,
                         AttentionPath path = AttentionPath::flash,

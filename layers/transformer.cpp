@@ -1,5 +1,7 @@
 #include "layers/transformer.h"
 
+#include <algorithm>
+
 #include "autograd/error.h"
 #include "autograd/ops/dropout.h"
 #include "autograd/ops/elementwise.h"
@@ -13,6 +15,30 @@ ModelDims model_dims(const ModelConfig& config) {
   return {config.d_model, config.n_heads, config.n_layers, config.causal};
 }
 
+const PositionConfig& layer_position(const ModelConfig& config, std::int64_t layer) {
+  if (config.layer_positions.empty()) return config.position;
+  require(layer >= 0 && layer < static_cast<std::int64_t>(config.layer_positions.size()),
+          "model.position: {} entries, no layer {}", config.layer_positions.size(), layer);
+  return config.layer_positions[static_cast<std::size_t>(layer)];
+}
+
+std::int64_t layer_window(const ModelConfig& config, std::int64_t layer) {
+  const auto& w = config.attention_window;
+  if (w.empty()) return 0;
+  if (w.size() == 1) return w.front();
+  require(layer >= 0 && layer < static_cast<std::int64_t>(w.size()),
+          "model.attention_window: {} entries, no layer {}", w.size(), layer);
+  return w[static_cast<std::size_t>(layer)];
+}
+
+std::string position_label(const ModelConfig& config) {
+  if (config.layer_positions.empty()) return config.position.scheme;
+  std::string label;
+  for (const PositionConfig& p : config.layer_positions)
+    label += (label.empty() ? "" : "+") + p.scheme;
+  return label;
+}
+
 Block::Block(const ModelConfig& config, std::int64_t layer, const PositionScheme& scheme, Rng& rng,
              const AttentionChunk* chunk)
     : config_(config) {
@@ -21,7 +47,7 @@ Block::Block(const ModelConfig& config, std::int64_t layer, const PositionScheme
   const std::int64_t knn_top_k = layer == config.knn_memory.layer ? config.knn_memory.top_k : 0;
   attn_ = &register_module(
       "attn", std::make_unique<MultiHeadAttention>(dims, layer, scheme, config.attention_path, rng,
-                                                   chunk, knn_top_k));
+                                                   chunk, knn_top_k, layer_window(config, layer)));
   norm2_ = &register_module("norm2", std::make_unique<Norm>(config.norm, config.d_model));
   fc1_ =
       &register_module("mlp.fc1", std::make_unique<Linear>(config.d_model, config.d_ff, true, rng));
@@ -56,18 +82,57 @@ TransformerLM::TransformerLM(const ModelConfig& config, Rng& rng)
           "model.attention_chunk (size {}, left_chunks {}) needs size >= 0, left_chunks >= -1 and "
           "a bidirectional model (model.causal: false)",
           chunk.size, chunk.left_chunks);
+  require(config.layer_positions.empty() ||
+              static_cast<std::int64_t>(config.layer_positions.size()) == config.n_layers,
+          "model.position: a list of {} entries, expected one per layer (model.n_layers={})",
+          config.layer_positions.size(), config.n_layers);
+  const auto n_windows = static_cast<std::int64_t>(config.attention_window.size());
+  require(n_windows <= 1 || n_windows == config.n_layers,
+          "model.attention_window: a list of {} entries, expected 0, 1 or model.n_layers={}",
+          n_windows, config.n_layers);
+  for (std::int64_t l = 0; l < config.n_layers; ++l)
+    require(layer_window(config, l) == 0 || config.causal,
+            "model.attention_window: a sliding window needs causal attention (model.causal: true)");
   const ModelDims dims = model_dims(config);
   embed_ =
       &register_module("embed", std::make_unique<Embedding>(config.vocab, config.d_model, rng));
-  position_ = &register_module("position", make_position_scheme(config.position, dims, rng));
-  for (std::int64_t l = 0; l < config.n_layers; ++l)
+  // The distinct layer configs, in order of first use; layer l uses group layer_group[l].
+  std::vector<const PositionConfig*> groups;
+  std::vector<std::size_t> layer_group;
+  for (std::int64_t l = 0; l < config.n_layers; ++l) {
+    const PositionConfig& p = layer_position(config, l);
+    auto it = std::find_if(groups.begin(), groups.end(), [&](auto* g) { return *g == p; });
+    if (it == groups.end()) it = groups.insert(groups.end(), &p);
+    layer_group.push_back(static_cast<std::size_t>(it - groups.begin()));
+  }
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const std::string name =
+        config.layer_positions.empty() ? "position" : "position." + std::to_string(g);
+    schemes_.push_back(&register_module(name, make_position_scheme(*groups[g], dims, rng)));
+  }
+  for (std::int64_t l = 0; l < config.n_layers; ++l) {
+    const PositionScheme& scheme = *schemes_[layer_group[static_cast<std::size_t>(l)]];
     blocks_.push_back(
         &register_module("blocks." + std::to_string(l),
-                         std::make_unique<Block>(config_, l, *position_, rng, chunk_.get())));
+                         std::make_unique<Block>(config_, l, scheme, rng, chunk_.get())));
+  }
   final_norm_ = &register_module("final_norm", std::make_unique<Norm>(config.norm, config.d_model));
   if (!config.tie_embeddings)
     head_ = &register_module("head",
                              std::make_unique<Linear>(config.d_model, config.vocab, false, rng));
+}
+
+bool TransformerLM::positions_depend_on_length() const {
+  return std::any_of(schemes_.begin(), schemes_.end(),
+                     [](const PositionScheme* s) { return s->rotation_depends_on_length(); });
+}
+
+std::int64_t TransformerLM::max_positions() const {
+  std::int64_t limit = 0;
+  for (const PositionScheme* s : schemes_)
+    if (s->max_length() > 0)
+      limit = limit == 0 ? s->max_length() : std::min(limit, s->max_length());
+  return limit;
 }
 
 void TransformerLM::set_attention_chunk_size(std::int64_t size) {
@@ -80,7 +145,8 @@ Tensor TransformerLM::run(const Tensor& tokens, std::int64_t start, std::vector<
                           KnnMemory* knn) const {
   require(tokens.dim() == 2 && tokens.dtype() == DType::i64,
           "model: tokens must be an i64 (B, L) tensor, got {}", tokens.describe());
-  Tensor x = position_->embed(embed_->forward(tokens), start);  // (B, L, d)
+  Tensor x = embed_->forward(tokens);  // (B, L, d)
+  for (const PositionScheme* scheme : schemes_) x = scheme->embed(x, start);
   for (std::size_t l = 0; l < blocks_.size(); ++l) {
     const std::uint64_t seed = mix64(dropout_seed_, l);
     Tensor mem = memory && !memory->empty() ? (*memory)[l] : Tensor();
@@ -112,7 +178,7 @@ Tensor TransformerLM::forward(const Tensor& tokens, std::int64_t start, KnnMemor
 
 Tensor TransformerLM::forward(const Tensor& tokens, DecodeState& state, bool use_cache,
                               std::int64_t mem_len) const {
-  require(!position_->rotation_depends_on_length(),
+  require(!positions_depend_on_length(),
           "model.position: a rotation that depends on the sequence length (rope_scaling.kind="
           "dynamic_ntk) changes every earlier position's hidden state as the sequence grows, so "
           "neither a KV cache nor segment memory can be reused; recompute the whole sequence");

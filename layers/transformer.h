@@ -3,6 +3,7 @@
 // term), n blocks of [x + attn(norm(x)); x + mlp(norm(x))], a final norm and the
 // LM head (optionally tied to the embedding).
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "layers/attention.h"
@@ -29,14 +30,25 @@ struct ModelConfig {
   NormKind norm = NormKind::layernorm;
   bool tie_embeddings = true;
   bool causal = true;
-  PositionConfig position;
+  PositionConfig position;  // every layer's scheme (model.position as one mapping)
   AttentionPath attention_path = AttentionPath::flash;
   AttentionChunkConfig attention_chunk;
   KnnMemoryConfig knn_memory;  // off unless knn_memory.layer >= 0
+  // model.position as a list (docs/config.md, "Per-layer position schemes"): layer l's
+  // scheme; empty: `position` in every layer.
+  std::vector<PositionConfig> layer_positions;
+  // model.attention_window: causal sliding windows; [] none, [W] every layer, or one entry per
+  // layer (0: that layer attends to every earlier position).
+  std::vector<std::int64_t> attention_window;
 };
 
 // The dimensions a position scheme and the attention see.
 ModelDims model_dims(const ModelConfig& config);
+// Layer l's position scheme and sliding window (0: none).
+const PositionConfig& layer_position(const ModelConfig& config, std::int64_t layer);
+std::int64_t layer_window(const ModelConfig& config, std::int64_t layer);
+// Every layer's scheme name, e.g. "rope" (one scheme everywhere) or "rope+rope+rope+none".
+std::string position_label(const ModelConfig& config);
 
 // Per-layer state carried between calls: a KV cache (sampling) or XL memory (training).
 struct DecodeState {
@@ -65,6 +77,13 @@ class Block : public Module {
   Linear* fc2_;
 };
 
+// The position parameters of a model are those of its position scheme, the module named
+// "position", or "position.<g>" for per-layer schemes (every layer's share of a scheme
+// lives there): T5's bias tables, Shaw's key and value tables, Transformer-XL's W_r
+// projections and u, v, KERPLE's r1, r2 and the learned absolute table. Sinusoidal, RoPE,
+// ALiBi and none have none. optim.position_lr_scale multiplies their learning rate.
+inline bool is_position_parameter(const std::string& name) { return name.starts_with("position."); }
+
 class TransformerLM : public Module {
  public:
   TransformerLM(const ModelConfig& config, Rng& rng);
@@ -82,12 +101,17 @@ class TransformerLM : public Module {
   Tensor forward(const Tensor& tokens, std::int64_t start, KnnMemory& knn) const;
 
   const ModelConfig& config() const { return config_; }
-  const PositionScheme& position() const { return *position_; }
+  // True when some layer's rotation depends on the sequence length (RoPE's dynamic NTK
+  // scaling): no KV cache or segment memory is then reusable.
+  bool positions_depend_on_length() const;
+  // The most positions every layer's scheme can place (PositionScheme::max_length); 0 for
+  // no limit.
+  std::int64_t max_positions() const;
   // Dropout masks and randomized positions are drawn from (seed, step): set once per step
   // by the trainer.
   void set_dropout_seed(std::uint64_t seed) {
     dropout_seed_ = seed;
-    position_->set_position_seed(seed);
+    for (PositionScheme* scheme : schemes_) scheme->set_position_seed(seed);
   }
   // The chunk size of the attention from now on (dynamic chunk training draws one per
   // batch); starts as model.attention_chunk.size, 0 meaning full attention.
@@ -101,7 +125,10 @@ class TransformerLM : public Module {
   ModelConfig config_;
   std::unique_ptr<AttentionChunk> chunk_;  // read by every attention layer at each call
   Embedding* embed_;
-  PositionScheme* position_;
+  // One scheme per distinct layer config, so layers that share a config share its tables
+  // (T5's one table for all layers): "position" with one scheme everywhere, else
+  // "position.<g>" in order of first use.
+  std::vector<PositionScheme*> schemes_;
   std::vector<Block*> blocks_;
   Norm* final_norm_;
   Linear* head_ = nullptr;  // absent when tied

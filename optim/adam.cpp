@@ -46,15 +46,16 @@ void Adam::update(const std::vector<GradientOf>& gradients, double lr) {
     const Buffers& b = buffers_[g.index];
     const auto t = static_cast<double>(increment(b.step));
     const double weight_decay = param.decay ? options_.weight_decay : 0.0;
+    const double rate = lr * param.lr_scale;  // exact for a scale of 1
     updates.push_back({.param = param.tensor,
                        .grad = g.grad,
                        .exp_avg = b.exp_avg,
                        .exp_avg_sq = b.exp_avg_sq,
                        .l2 = mode_ == WeightDecay::l2 ? weight_decay : 0.0,
-                       .shrink = mode_ == WeightDecay::decoupled ? 1.0 - lr * weight_decay : 1.0,
+                       .shrink = mode_ == WeightDecay::decoupled ? 1.0 - rate * weight_decay : 1.0,
                        .beta1 = options_.beta1,
                        .beta2 = options_.beta2,
-                       .step_size = lr / (1.0 - std::pow(options_.beta1, t)),
+                       .step_size = rate / (1.0 - std::pow(options_.beta1, t)),
                        .bias_correction2_sqrt = std::sqrt(1.0 - std::pow(options_.beta2, t)),
                        .eps = options_.eps});
   }

@@ -32,7 +32,7 @@ void Sgd::update(const std::vector<GradientOf>& gradients, double lr) {
         {.param = param.tensor,
          .grad = g.grad,
          .momentum_buffer = momentum_buffers_.empty() ? Tensor() : momentum_buffers_[g.index],
-         .lr = lr,
+         .lr = lr * param.lr_scale,  // exact for a scale of 1
          .weight_decay = param.decay ? options_.weight_decay : 0.0,
          .momentum = options_.momentum,
          .nesterov = options_.nesterov});

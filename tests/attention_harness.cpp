@@ -15,6 +15,7 @@ std::string describe(const AttentionOptions& options) {
   if (options.chunk.enabled())
     out << ", chunk " << options.chunk.size << " left " << options.chunk.left_chunks << " origin "
         << options.chunk.key_origin;
+  if (options.chunk.window > 0) out << ", window " << options.chunk.window;
   return out.str();
 }
 
@@ -80,6 +81,18 @@ std::vector<std::string> result_names(const SchemeUnderTest& s) {
   return names;
 }
 
+// How much larger than the table tolerance a scheme's parameter gradients may be off.
+// FIRE's are sums over every (query, key) pair of dLogit times a function of the pair's
+// MLP input, and each row's dLogits sum to zero: small differences of large sums. Measured
+// at Lq = Lk = 560 (relative to the f64 composed path): f32 flash 3.2e-3 (w1, b1), bf16
+// products 0.11 (w2); and c enters x = log(1 + c·d) / log(1 + c·m) through a ratio whose
+// dependence on c nearly cancels, so even the f64 composed reference is good to only about
+// 1e-10 there. tests/test_fire.cpp checks every FIRE gradient at 1e-12 against the composed
+// ops in f64 at L <= 50, and by an fp64 gradcheck.
+double conditioning(const SchemeUnderTest& s, std::size_t result) {
+  return s.config.scheme == "fire" && result > 3 ? 200.0 : 1.0;
+}
+
 }  // namespace
 
 std::size_t check_against_composed(const AttentionSweep& sweep) {
@@ -95,7 +108,7 @@ std::size_t check_against_composed(const AttentionSweep& sweep) {
         INFO(s.label << ", " << describe(options) << ", Lq=" << q_len << " Lk=" << k_len);
         const CaseInputs in = case_inputs(sweep, s, q_len, k_len);
         const auto reference = results(s, in, options, reference_path);
-        if (options.chunk.enabled()) {  // the band is real: without it the output differs
+        if (options.chunk.banded()) {  // the band is real: without it the output differs
           NoGradGuard no_grad;
           const Tensor unbanded = attend(s, in.qkv[0], in.qkv[1], in.qkv[2], {options.causal, {}},
                                          AttentionPath::composed);
@@ -108,8 +121,22 @@ std::size_t check_against_composed(const AttentionSweep& sweep) {
           for (std::size_t i = 0; i < reference.size(); ++i) {
             INFO(names[i]);
             REQUIRE(got[i].defined());
-            const double error = relative_error(got[i], reference[i]);
+<<<<<<< HEAD
+            // An exactly zero reference (a window of 1: each row's one weight is 1 whatever
+            // its logit, so q, k and the logit terms get no gradient) is compared absolutely.
+            const bool zero = largest_difference(reference[i], Tensor::zeros(reference[i].shape(),
+                                                                             DType::f64)) == 0.0;
+            const double error = zero ? largest_difference(got[i], reference[i])
+                                      : relative_error(got[i], reference[i]);
             CHECK(error <= (i <= 3 ? p.tolerance : p.table_tolerance));
+=======
+            // Equal results pass (a gradient may be exactly 0 on both paths: FIRE's
+            // threshold when every query lies beyond it).
+            const double error = largest_difference(got[i], reference[i]) == 0
+                                     ? 0.0
+                                     : relative_error(got[i], reference[i]);
+            CHECK(error <= (i <= 3 ? p.tolerance : p.table_tolerance) * conditioning(s, i));
+>>>>>>> fire
             if (i == 0 && p.output_error_above > 0) CHECK(error > p.output_error_above);
           }
           ++comparisons;
@@ -127,6 +154,7 @@ std::string describe(const EveryTermCase& c) {
   if (c.chunk.enabled())
     out << " chunk " << c.chunk.size << " left " << c.chunk.left_chunks << " origin "
         << c.chunk.key_origin;
+  if (c.chunk.window > 0) out << " window " << c.chunk.window;
   return out.str();
 }
 

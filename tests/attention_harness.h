@@ -30,7 +30,7 @@ namespace relpos::testing {
 // What an attention call adds besides the scheme's terms.
 struct AttentionOptions {
   bool causal = false;
-  AttentionChunk chunk{};  // size 0: no band
+  AttentionChunk chunk{};  // size and window 0: no band
 };
 
 std::string describe(const AttentionOptions& options);
@@ -63,8 +63,8 @@ struct AttentionSweep {
 Tensor attend(const SchemeUnderTest& s, const Tensor& q, const Tensor& k, const Tensor& v,
               const AttentionOptions& options, AttentionPath path);
 
-// Runs the sweep with Catch CHECKs; with a chunk band, also checks that the band changes
-// the reference's output (by more than 1e-3). A sweep with a bf16 path reports itself
+// Runs the sweep with Catch CHECKs; with a chunk band or a window, also checks that the
+// band changes the reference's output (by more than 1e-3). A sweep with a bf16 path reports itself
 // skipped where bf16 products are unavailable (bf16_usable()). Returns the number of
 // comparisons made (variant × options × lengths × path).
 std::size_t check_against_composed(const AttentionSweep& sweep);

@@ -68,7 +68,7 @@ inline bool affects_attention(const SchemeUnderTest& s) {
   const Tensor q = randn({1, s.dims.n_heads, 3, s.dims.head_dim()}, rng);
   const PositionTerms t = s.scheme->terms(0, 3, 3);
   return t.distance_bias.defined() || t.shaw_keys.defined() || t.shaw_values.defined() ||
-         t.xl_r.defined() || s.scheme->rotate(q, 0).impl() != q.impl();
+         t.xl_r.defined() || t.fire.defined() || s.scheme->rotate(q, 0).impl() != q.impl();
 }
 
 // The variants that change attention, and first of those that do not (plain attention).

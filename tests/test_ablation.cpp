@@ -119,16 +119,16 @@ TEST_CASE("ablation: a tiny sweep trains every variant and reports checked value
 
   std::vector<std::string> header;
   const auto rows = read_csv(out / "results.csv", header);
-  // Each metric as mean, sample std and n over the seeds (here one: train.seed).
+  // Each metric as mean, sample std, n and the 95% half-width over the seeds (here one).
   const auto stat = [](const std::string& name) {
-    return std::vector<std::string>{name, name + "_std", name + "_n"};
+    return std::vector<std::string>{name, name + "_std", name + "_n", name + "_ci95"};
   };
   std::vector<std::string> expected = {"variant", "scheme", "data",  "train_length",
                                        "steps",   "params", "seeds", "runs"};
   for (const std::string name :
        {"final_val_loss", "", "loss_at_16", "loss_at_32", "accuracy_at_16", "accuracy_at_32",
         "exact_match_at_16", "exact_match_at_32", "", "tokens_per_s", "", "wall_s"}) {
-    if (expected.size() == 11) expected.push_back("final_val_bpb");
+    if (expected.size() == 12) expected.push_back("final_val_bpb");
     if (name.empty()) continue;
     for (const std::string& column : stat(name)) expected.push_back(column);
     if (name == "exact_match_at_32")
@@ -172,7 +172,8 @@ TEST_CASE("ablation: a tiny sweep trains every variant and reports checked value
     // Recomputed here from the final checkpoint: parameters and the loss at each length.
     RunState final_model = load_run_for_inference(checkpoint_path(out / name / "checkpoints", 4));
     REQUIRE(std::stoll(row.at("params")) == final_model.model->parameter_count());
-    const double at16 = evaluate(*final_model.model, *final_model.data, {16}, 1)[0].loss;
+    const double at16 =
+        evaluate(*final_model.model, *final_model.data, {16}, EvalAmount{.batches = 1})[0].loss;
     REQUIRE(std::stod(row.at("loss_at_16")) == Approx(at16).epsilon(1e-5));
     // Training-time evaluation used the same batch (eval_batches 1 both).
     REQUIRE(std::stod(row.at("loss_at_16")) == Approx(final_loss).epsilon(1e-5));
@@ -180,9 +181,10 @@ TEST_CASE("ablation: a tiny sweep trains every variant and reports checked value
     if (name == "learned") {
       REQUIRE(std::isnan(at32));
     } else {
-      REQUIRE(
-          at32 ==
-          Approx(evaluate(*final_model.model, *final_model.data, {32}, 1)[0].loss).epsilon(1e-5));
+      REQUIRE(at32 == Approx(evaluate(*final_model.model, *final_model.data, {32},
+                                      EvalAmount{.batches = 1})[0]
+                                 .loss)
+                          .epsilon(1e-5));
     }
   }
 
@@ -319,7 +321,7 @@ TEST_CASE("ablation: sweep-file errors name the file, line and key", "[ablation]
   CHECK_THAT(error_of(out + "eval_lengths: [64, 1]\n" + one),
              Catch::Contains("bad.yaml:2: eval_lengths: expected an integer >= 2, got 1"));
   CHECK_THAT(error_of(out + "eval_batches: many\n" + one),
-             Catch::Contains("eval_batches: expected an integer >= 1, got 'many'"));
+             Catch::Contains("eval_batches: expected an integer >= 1 or all, got 'many'"));
   CHECK_THAT(error_of(out + "variants:\n  - name: a\n    overrides: model.d_model=8\n"),
              Catch::Contains("overrides: expected a list of strings"));
   CHECK_THAT(error_of("base: [tiny.yaml\n"),

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <numbers>
 #include <sstream>
 
 #include "autograd/error.h"
@@ -150,8 +151,11 @@ TEST_CASE("ablation seeds: a half-finished seeded sweep finishes exactly the res
   REQUIRE(expected.at("none").at("seeds") == "0 1");
   REQUIRE(expected.at("none").at("runs") == "none/seed-0 none/seed-1");
   const std::string md = slurp(box.path() / "straight/results.md");
-  REQUIRE(md.find(fmt::format("| none | none | corpus | 16 | {} | 2 | {:.4f} ± {:.4f} |",
-                              runs[0].parameters, none.mean, none.std)) != std::string::npos);
+  REQUIRE(md.find(fmt::format("| none | none | corpus | 16 | {} | 2 | {:.4f} ± {:.4f} | "
+                              "{:.4f} ± {:.4f} |",
+                              runs[0].parameters, none.mean / std::numbers::ln2,
+                              none.ci95 / std::numbers::ln2, none.mean, none.ci95)) !=
+          std::string::npos);
   REQUIRE(md.find("n/a") != std::string::npos);  // accuracy and exact match on the corpus
 
   // The same sweep cut short: none/seed-0 and alibi/seed-0 done, alibi/seed-1 interrupted
@@ -274,17 +278,21 @@ TEST_CASE("ablation seeds: accuracy and exact match reach results.md and results
                          run("t5", "corpus", 0, kNaN, kNaN), run("t5", "corpus", 1, kNaN, kNaN)});
   const std::string md = slurp(sweep.out_dir / "results.md");
   INFO(md);
-  // accuracy @64: 0.5 and 1.0: mean 0.75, std sqrt(0.125) = 0.354; @128 only one seed.
+  // accuracy @64: 0.5 and 1.0: mean 0.75, std sqrt(0.125) = 0.354, 95% half-width
+  // t_0.975,1 · std / √2 = 12.7062 · 0.25 = 3.177; @128 only one seed.
   REQUIRE(md.find("## Accuracy on the tasks") != std::string::npos);
-  REQUIRE(md.find("| t5-copy | 0.750 ± 0.354 | 0.250 ± n/a (n=1) | 0.375 ± 0.177 | "
+  REQUIRE(md.find("| t5-copy | 0.750 ± 3.177 | 0.250 ± n/a (n=1) | 0.375 ± 1.588 | "
                   "0.125 ± n/a (n=1) |") != std::string::npos);
   REQUIRE(md.find("| t5 | 0.") == std::string::npos);  // text has no answer tokens
-  // final val loss 1 and 2: 1.5 ± 0.7071; loss @128 leaves the 1% band: turning point 64.
-  REQUIRE(md.find("| t5-copy | t5 | copy | 64 | 0 | 2 | 1.5000 ± 0.7071 |") != std::string::npos);
+  // final val loss 1 and 2: 1.5 ± 6.3531 (2.1640 ± 9.1656 bits/byte, first); loss @128
+  // leaves the 1% band: turning point 64.
+  REQUIRE(md.find("| t5-copy | t5 | copy | 64 | 0 | 2 | 2.1640 ± 9.1656 | 1.5000 ± 6.3531 |") !=
+          std::string::npos);
   const auto rows = csv_by_variant(sweep.out_dir / "results.csv");
   REQUIRE(rows.at("t5-copy").at("accuracy_at_64") == "0.750000");
   REQUIRE(rows.at("t5-copy").at("accuracy_at_64_std") == "0.353553");
   REQUIRE(rows.at("t5-copy").at("accuracy_at_64_n") == "2");
+  REQUIRE(rows.at("t5-copy").at("accuracy_at_64_ci95") == "3.176551");
   REQUIRE(rows.at("t5-copy").at("exact_match_at_128") == "0.125000");
   REQUIRE(rows.at("t5-copy").at("exact_match_at_128_std") == "nan");
   REQUIRE(rows.at("t5-copy").at("exact_match_at_128_n") == "1");

@@ -328,6 +328,9 @@ TEST_CASE("cli: relpos positions prints each scheme's index with its keys as opt
   // Causal-only schemes mask the future without --causal.
   r = box.run("positions xl --q-len 2 --clamp-len 1 --csv");
   CHECK(r.out == "query,k0,k1\n0,0,\n1,1,0\n");
+  // FIRE: its MLP input log(1 + c (i - j)) / log(1 + c max(i, L_thr)) depends on the query.
+  r = box.run("positions fire --q-len 2 --k-len 3 --fire-c 1 --fire-threshold 2 --csv");
+  CHECK(r.out == "query,k0,k1,k2\n0,0.631,0.000,\n1,1.000,0.631,0.000\n");
   // A key's own validation, and a scheme without a distance table, are one-line errors.
   require_one_line_error(box.run("positions shaw --max-relative 0"),
                          {"model.position.max_relative must be >= 1, got 0"});

@@ -48,6 +48,8 @@ void require_same(const RunConfig& a, const RunConfig& b) {
   CHECK(ma.tie_embeddings == mb.tie_embeddings);
   CHECK(ma.causal == mb.causal);
   CHECK(ma.attention_path == mb.attention_path);
+  CHECK(ma.attention_window == mb.attention_window);
+  CHECK(ma.layer_positions == mb.layer_positions);
   CHECK(ma.attention_chunk.size == mb.attention_chunk.size);
   CHECK(ma.attention_chunk.left_chunks == mb.attention_chunk.left_chunks);
   CHECK(ma.attention_chunk.dynamic == mb.attention_chunk.dynamic);
@@ -82,6 +84,7 @@ void require_same(const RunConfig& a, const RunConfig& b) {
   CHECK(a.optim.nesterov == b.optim.nesterov);
   CHECK(a.optim.grad_clip == b.optim.grad_clip);
   CHECK(a.optim.grad_accum == b.optim.grad_accum);
+  CHECK(a.optim.position_lr_scale == b.optim.position_lr_scale);
   CHECK(a.schedule.name == b.schedule.name);
   CHECK(a.schedule.warmup_steps == b.schedule.warmup_steps);
   CHECK(a.schedule.min_lr == b.schedule.min_lr);
@@ -104,7 +107,11 @@ void require_same(const RunConfig& a, const RunConfig& b) {
 }
 
 // require_same compares this many keys; a new key must be added there too.
-constexpr std::size_t kComparedKeys = 77;
+<<<<<<< HEAD
+constexpr std::size_t kComparedKeys = 80;
+=======
+constexpr std::size_t kComparedKeys = 82;
+>>>>>>> fire
 
 // Every key set to a value other than its default (and valid together).
 const char* const kEveryKeyYaml = R"(model:
@@ -118,6 +125,7 @@ const char* const kEveryKeyYaml = R"(model:
   tie_embeddings: false
   causal: false
   attention: composed
+  attention_window: [0]  # a window (> 0) needs a causal model
   attention_chunk:
     size: 8
     left_chunks: 2
@@ -138,12 +146,16 @@ const char* const kEveryKeyYaml = R"(model:
     per_layer_uv: true
     rope_base: 500000
     randomized_max_len: 96
+    sinusoid_scale: 0.5
     rope_scaling:
       kind: yarn
       factor: 8
       original_len: 48
       beta_fast: 16
       beta_slow: 2
+    fire_hidden: 12
+    fire_c: 0.5
+    fire_threshold: 40
   knn_memory:
     layer: 2
     size: 96
@@ -174,6 +186,7 @@ optim:
   nesterov: true
   grad_clip: 0
   grad_accum: 4
+  position_lr_scale: 2
 schedule:
   name: warmup_linear
   warmup_steps: 7
@@ -212,7 +225,9 @@ RunConfig every_key_expected() {
              {},
              AttentionPath::composed,
              {8, 2, true},
-             {2, 96, 8}};
+             {2, 96, 8},
+             {},
+             {0}};
   PositionConfig& p = c.model.position;
   p.scheme = "shaw";
   p.set("max_len", std::int64_t{4096});
@@ -229,18 +244,22 @@ RunConfig every_key_expected() {
   p.set("per_layer_uv", true);
   p.set("rope_base", 500000.0);
   p.set("randomized_max_len", std::int64_t{96});
+  p.set("sinusoid_scale", 0.5);
   p.set("rope_scaling.kind", std::string("yarn"));
   p.set("rope_scaling.factor", 8.0);
   p.set("rope_scaling.original_len", std::int64_t{48});
   p.set("rope_scaling.beta_fast", 16.0);
   p.set("rope_scaling.beta_slow", 2.0);
+  p.set("fire_hidden", std::int64_t{12});
+  p.set("fire_c", 0.5);
+  p.set("fire_threshold", 40.0);
   c.data.source = "offset_lookup";
   c.data.seq_len = 64;
   c.data.batch_size = 5;
   c.data.val_fraction = 0.25;
   c.data.mask_prob = 0.3;
   c.data.task = {20, 3, 4, 1, 0};
-  c.optim = {"sgd", 3e-4, 0.8, 0.95, 1e-6, 0.5, 0.9, true, 0.0, 4};
+  c.optim = {"sgd", 3e-4, 0.8, 0.95, 1e-6, 0.5, 0.9, true, 0.0, 4, 2.0};
   c.schedule = {"warmup_linear", 7, 1e-5};
   c.train = {77, 3,          11,     2,    13,
              0,  "rollback", 5,      7,    std::numeric_limits<std::uint64_t>::max(),

@@ -15,11 +15,12 @@ TEST_CASE("evaluate: a stop request ends the evaluation before its next batch",
   run.model->set_training(true);
   int asked = 0;
   const auto stop_at_fourth = [&] { return ++asked == 4; };
-  REQUIRE(evaluate(*run.model, *run.data, {16}, 50, stop_at_fourth).empty());
+  REQUIRE(evaluate(*run.model, *run.data, {16}, EvalAmount{.batches = 50}, stop_at_fourth).empty());
   REQUIRE(asked == 4);             // three batches evaluated, the fourth never started
   REQUIRE(run.model->training());  // the model is left as it was found
   asked = 0;
-  const auto points = evaluate(*run.model, *run.data, {16}, 5, [&] { return ++asked < 0; });
+  const auto points =
+      evaluate(*run.model, *run.data, {16}, EvalAmount{.batches = 5}, [&] { return ++asked < 0; });
   REQUIRE(points.size() == 1);
   REQUIRE(asked == 5);
   REQUIRE(points.front().tokens == 5 * 2 * 16);

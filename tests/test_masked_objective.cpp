@@ -365,13 +365,15 @@ TEST_CASE("a tiny bidirectional model learns the masked-token objective",
   REQUIRE(std::isfinite(summary.final_val_loss));
   CHECK(summary.final_val_loss < std::log(257.0) - 1.0);
   // Evaluation is deterministic: a second call and the reloaded checkpoint agree exactly.
-  const std::vector<EvalPoint> again = evaluate(*run.model, *run.data, {32, 64}, 2);
+  const std::vector<EvalPoint> again =
+      evaluate(*run.model, *run.data, {32, 64}, EvalAmount{.batches = 2});
   CHECK(again[0].loss == summary.final_val_loss);
   CHECK(std::isfinite(again[1].loss));
   CHECK(again[0].tokens > 0);
   const fs::path ckpt = checkpoint_path(out / "checkpoints", 40);
   RunState loaded = load_run_for_inference(ckpt);
-  CHECK(evaluate(*loaded.model, *loaded.data, {32}, 2)[0].loss == summary.final_val_loss);
+  CHECK(evaluate(*loaded.model, *loaded.data, {32}, EvalAmount{.batches = 2})[0].loss ==
+        summary.final_val_loss);
 
   // Sampling refuses the bidirectional model, in memory and from its checkpoint.
   REQUIRE_THROWS_WITH(generate(*run.model, {65, 66}, SampleOptions{}),

@@ -1,6 +1,7 @@
 // Every position scheme against the independent PyTorch reference
 // (tools/reference/, fixtures in tests/fixtures/positions/): outputs and all
-// gradients, through the fused and the composed attention paths, in f64 and f32.
+// gradients, through the flash, fused and composed attention paths, in f64 and f32,
+// with and without a causal sliding window.
 #include <catch2/catch.hpp>
 #include <set>
 
@@ -35,7 +36,7 @@ std::pair<PositionConfig, ModelDims> scheme_config(const PositionSchemeEntry& en
   const PositionConfig defaults;
   for (const auto& [name, value] : c.items()) {
     if (name == "B" || name == "H" || name == "D" || name == "Lq" || name == "Lk" ||
-        name == "causal" || name == "d_model")
+        name == "causal" || name == "d_model" || name == "window")
       continue;
     INFO("fixture config key " << name);
     OptionValue& option = config.at(our_name(entry, name));  // throws for an unknown key
@@ -70,8 +71,10 @@ void check_against_fixture(const std::string& name, DType dtype, AttentionPath p
   for (std::size_t i = 0; i < parameters.size(); ++i) leaves[names[i]] = parameters[i];
   const double tol = dtype == DType::f64 ? 1e-9 : 1e-4;
   INFO(name << " " << name_of(path) << " " << name_of(dtype));
-  const Tensor out =
-      testing::attention_through(*scheme, leaves["q"], leaves["k"], leaves["v"], dims.causal, path);
+  AttentionChunk band;  // a sliding window (model.attention_window) when the case has one
+  band.window = f.config.value("window", std::int64_t{0});
+  const Tensor out = testing::attention_through(*scheme, leaves["q"], leaves["k"], leaves["v"],
+                                                dims.causal, path, 0, band);
   testing::require_close(out.to_vector(), f.at("out").to_vector(), tol);
   backward(out, f.at("grad_out").to(dtype));
   for (const auto& [leaf, tensor] : leaves) {
@@ -147,4 +150,10 @@ TEST_CASE("sinusoid tables match the reference; the sinusoidal scheme adds them 
   const auto reference = f.at("table_50_16").to_vector();
   for (std::size_t i = 0; i < added.size(); ++i)
     REQUIRE(added[i] == Approx(kSinusoidScale * reference[3 * 16 + i]).margin(1e-15));
+  // model.position.sinusoid_scale sets the amplitude: 1 adds the table itself.
+  PositionConfig unit = test_position_configs("sinusoidal")[0];
+  unit.set("sinusoid_scale", 1.0);
+  const auto at_one = make_position_scheme(unit, {16, 2, 1, true}, rng)->embed(x, 3).to_vector();
+  for (std::size_t i = 0; i < at_one.size(); ++i)
+    REQUIRE(at_one[i] == Approx(reference[3 * 16 + i]).margin(1e-15));
 }

@@ -55,7 +55,11 @@ TEST_CASE("resume is bit-exact: N steps straight equal k steps, resume, N-k step
           "[trainer][slow]") {
   // Randomized positions are drawn per step from the step's seed, so a resume draws them again.
   const std::vector<std::pair<std::string, std::vector<std::string>>> runs = {
-      {"t5", {}}, {"shaw", {}}, {"xl", {}}, {"rope", {"model.position.randomized_max_len=64"}}};
+      {"t5", {}},
+      {"shaw", {}},
+      {"xl", {}},
+      {"rope", {"model.position.randomized_max_len=64"}},
+      {"fire", {"model.position.fire_hidden=8", "model.position.fire_threshold=4"}}};
   for (const auto& [scheme, extra] : runs) {
     INFO("scheme " << scheme);
     TempDir straight("trainer_straight"), resumed("trainer_resumed");

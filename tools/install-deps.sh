@@ -13,6 +13,7 @@ packages=(
   libcli11-dev             # command line
   nlohmann-json3-dev       # metrics and fixtures
   libfmt-dev               # formatting
+  libboost-dev             # Boost.Math: Student t quantiles (the ablation report's intervals)
   libsentencepiece-dev     # SentencePiece tokenizers (data.tokenizer, relpos tokenizer train)
   python3-matplotlib       # figures (tools/plot.py; relpos runs without it)
   python3-h5py             # tools/load_checkpoint.py and its test

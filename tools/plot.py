@@ -6,7 +6,8 @@ Usage (Debian: apt-get install python3-matplotlib):
         DIR/results.csv and each run's DIR/<run>/metrics.jsonl (a `relpos ablate` out_dir)
         -> DIR/train_loss, DIR/val_loss, DIR/extrapolation and, where a task reports
         answer accuracy, DIR/accuracy, each .png and .svg; with several seeds per
-        variant, lines are means and bands +- one standard deviation
+        variant, lines are means and bands the 95% t interval of the mean (extrapolation,
+        accuracy) or +- one standard deviation (loss curves)
     tools/plot.py positions CSV OUT.png [--title TEXT]
         a `relpos positions --csv` matrix -> a heatmap, OUT.png and OUT.svg
     tools/plot.py memory OUT.png LABEL=EVAL.json ... [--title TEXT]
@@ -15,6 +16,10 @@ Usage (Debian: apt-get install python3-matplotlib):
     tools/plot.py knn-memory CSV OUT.png [--title TEXT]
         rows model,memory_size,loss (bench/knn_memory.py) -> evaluation loss against the kNN
         memory size S, one line per model; memory_size 0 (no memory) as a horizontal line
+    tools/plot.py position-loss CSV OUT.png [--title TEXT]
+        rows length,position,loss,tokens (`relpos eval --by-position`) -> the loss against
+        the position in the window, one line per evaluation length (positions scored less
+        than 1% as often as the most-scored one left out), OUT.png and OUT.svg
     tools/plot.py runs OUT.png LABEL=RUN_DIR... [--title TEXT]
         the training (solid) and validation (dashed) loss of each run's metrics.jsonl in one
         panel -> OUT.png and OUT.svg (e.g. one run in fp32 and one in bf16)
@@ -73,7 +78,8 @@ def metric_by_length(row, columns, where):
 
 def read_results(directory):
     """Each row of DIR/results.csv as a dict, with 'lengths': {L: mean loss (NaN: could not
-    run)}, 'lengths_std', 'accuracy' and 'accuracy_std' likewise (std: NaN for one seed), and
+    run)}, 'lengths_band', 'accuracy' and 'accuracy_band' likewise (a band's half-width:
+    the 95% t interval of the mean, or one std in an older file; NaN for one seed), and
     'runs': the run folders (the variant's own folder in a sweep without seeds)."""
     path = directory / "results.csv"
     rows = read_csv_rows(path)
@@ -96,9 +102,13 @@ def read_results(directory):
         row["train_length"] = number(row["train_length"], f"{path}:{line}: train_length")
         where = f"{path}:{line}"
         row["lengths"] = metric_by_length(row, length_columns, where)
-        row["lengths_std"] = metric_by_length(row, columns(r"loss_at_(\d+)_std"), where)
+        # Bands: the 95% t interval of the mean (_ci95), or +- one standard deviation in a
+        # results.csv written before the intervals.
+        spread = "ci95" if columns(r"loss_at_(\d+)_ci95") else "std"
+        row["lengths_band"] = metric_by_length(row, columns(rf"loss_at_(\d+)_{spread}"), where)
         row["accuracy"] = metric_by_length(row, columns(r"accuracy_at_(\d+)"), where)
-        row["accuracy_std"] = metric_by_length(row, columns(r"accuracy_at_(\d+)_std"), where)
+        row["accuracy_band"] = metric_by_length(row, columns(rf"accuracy_at_(\d+)_{spread}"),
+                                                where)
         row["runs"] = row.get("runs", "").split() or [row["variant"]]
         results.append(row)
     return results
@@ -274,7 +284,7 @@ def plot_extrapolation(plt, directory, results, key="lengths", stem="extrapolati
                 ax.plot([p[0] for p in points], [p[1] for p in points], label=label,
                         markersize=7, **styles[r["variant"]])
                 band(ax, [p[0] for p in points], [p[1] for p in points],
-                     [r[key + "_std"].get(p[0], math.nan) for p in points], styles[r["variant"]])
+                     [r[key + "_band"].get(p[0], math.nan) for p in points], styles[r["variant"]])
             for length in sorted({int(r["train_length"]) for r in rows}):
                 ax.axvline(length, color="black", linestyle=":", linewidth=1.0, zorder=0,
                            label=f"training length {length}")
@@ -462,6 +472,42 @@ def plot_runs(out, runs, title):
         plt.close(fig)
 
 
+def plot_position_loss(csv_path, out, title):
+    if out.suffix != ".png":
+        raise UsageError(f"{out}: expected a file name ending in .png (the .svg goes beside it)")
+    rows = read_csv_rows(csv_path)
+    if not rows or rows[0] != ["length", "position", "loss", "tokens"]:
+        raise UsageError(f"{csv_path}: expected the header length,position,loss,tokens")
+    curves = {}
+    for line, cells in enumerate(rows[1:], start=2):
+        if len(cells) != 4:
+            raise UsageError(f"{csv_path}:{line}: {len(cells)} cells, the header has 4")
+        where = f"{csv_path}:{line}"
+        curves.setdefault(int(number(cells[0], where)), []).append(
+            (int(number(cells[1], where)), number(cells[2], where), number(cells[3], where)))
+    # Under --stride only the first window scores the early positions, one token each:
+    # positions with under 1% of the length's most-scored position's tokens are left out.
+    for length, points in curves.items():
+        most = max(p[2] for p in points)
+        curves[length] = [p for p in points if p[2] >= most / 100]
+    plt = import_pyplot()
+    fig, ax = plt.subplots(figsize=(7.5, 4.2), layout="constrained")
+    try:
+        for s, (length, points) in enumerate(sorted(curves.items())):
+            points.sort()
+            ax.plot([p[0] for p in points], [p[1] for p in points], label=f"length {length}",
+                    color=f"C{s % 10}", linewidth=1.0)
+        ax.set_title(title or "Validation loss by position in the window (positions scored "
+                     "< 1% as often as the most-scored one left out)", fontsize=10)
+        ax.set_xlabel("position in the window (tokens of context before the scored one)")
+        ax.set_ylabel("loss (nats/token)")
+        ax.grid(True, which="major", alpha=0.3)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
+        save(fig, out.with_suffix(""))
+    finally:
+        plt.close(fig)
+
+
 def main():
     parser = Parser(description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -479,6 +525,11 @@ def main():
     knn.add_argument("csv", type=Path)
     knn.add_argument("out", type=Path, help="OUT.png (OUT.svg is written beside it)")
     knn.add_argument("--title", default="")
+    by_position = commands.add_parser("position-loss",
+                                      help="loss by position in the window (eval --by-position)")
+    by_position.add_argument("csv", type=Path)
+    by_position.add_argument("out", type=Path, help="OUT.png (OUT.svg is written beside it)")
+    by_position.add_argument("--title", default="")
     runs = commands.add_parser("runs", help="loss curves of several runs in one panel")
     runs.add_argument("out", type=Path, help="OUT.png (OUT.svg is written beside it)")
     runs.add_argument("runs", nargs="+", help="LABEL=RUN_DIR (a relpos train out_dir)")
@@ -491,6 +542,8 @@ def main():
             plot_memory(args.out, args.evals, args.title)
         elif args.command == "knn-memory":
             plot_knn_memory(args.csv, args.out, args.title)
+        elif args.command == "position-loss":
+            plot_position_loss(args.csv, args.out, args.title)
         elif args.command == "runs":
             plot_runs(args.out, args.runs, args.title)
         else:

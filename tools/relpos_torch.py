@@ -222,7 +222,8 @@ class PositionScheme(torch.nn.Module):
         length = x.shape[1]
         if self.scheme == "sinusoidal":
             positions = torch.arange(start, start + length)
-            return x + sinusoids(positions, x.shape[-1], True).to(x.dtype) * SINUSOID_SCALE
+            scale = self.cfg.get("sinusoid_scale", SINUSOID_SCALE)  # absent before the key
+            return x + sinusoids(positions, x.shape[-1], True).to(x.dtype) * scale
         if self.scheme == "learned":
             if start + length > self.table.shape[0]:
                 raise ExportError(
@@ -296,9 +297,9 @@ class PositionScheme(torch.nn.Module):
 
 
 class Attention(torch.nn.Module):
-    def __init__(self, d_model, n_heads, layer, position):
+    def __init__(self, d_model, n_heads, layer, position, window):
         super().__init__()
-        self.heads, self.layer = n_heads, layer
+        self.heads, self.layer, self.window = n_heads, layer, window  # window 0: none
         self.position = [position]  # shared with the model, not a submodule here
         for name in ("q", "k", "v", "o"):
             setattr(self, name, torch.nn.Linear(d_model, d_model, bias=False))
@@ -317,17 +318,19 @@ class Attention(torch.nn.Module):
         rel = pos[None, :] - pos[:, None]  # (Lq, Lk): key minus query
         s = position.scores(self.layer, q, k, rel)
         s = s.masked_fill(rel > 0, float("-inf"))  # causal
+        if self.window > 0:  # sliding window: keys at distance >= window hidden
+            s = s.masked_fill(-rel >= self.window, float("-inf"))
         p = torch.softmax(s, dim=-1)
         out = position.values(self.layer, p, p @ v, rel)  # (B, H, L, D)
         return self.o(out.transpose(1, 2).reshape(x.shape))
 
 
 class Block(torch.nn.Module):
-    def __init__(self, cfg, layer, position):
+    def __init__(self, cfg, layer, position, window):
         super().__init__()
         d = cfg["d_model"]
         self.norm1 = Norm(cfg["norm"], d)
-        self.attn = Attention(d, cfg["n_heads"], layer, position)
+        self.attn = Attention(d, cfg["n_heads"], layer, position, window)
         self.norm2 = Norm(cfg["norm"], d)
         self.mlp = torch.nn.Module()
         self.mlp.fc1 = torch.nn.Linear(d, cfg["d_ff"])
@@ -352,14 +355,32 @@ class RelposLM(torch.nn.Module):
             # attention only: the same math as here; the retrieval is not reproduced.
             self.knn_layer = m["knn_memory"]["layer"]
         self.embed = torch.nn.Embedding(m["vocab"], m["d_model"])
-        self.position = PositionScheme(m["position"], m["d_model"], m["n_heads"], m["n_layers"])
-        self.blocks = torch.nn.ModuleList(Block(m, layer, self.position) for layer in range(m["n_layers"]))
+        n_layers = m["n_layers"]
+        if isinstance(m["position"], list):
+            # Per-layer schemes: one module per distinct config, shared by the layers that
+            # use it (named position.<g> in order of first use).
+            groups = []
+            for cfg in m["position"]:
+                if cfg not in groups:
+                    groups.append(cfg)
+            self.position = torch.nn.ModuleList(
+                PositionScheme(g, m["d_model"], m["n_heads"], n_layers) for g in groups
+            )
+            schemes = [self.position[groups.index(cfg)] for cfg in m["position"]]
+        else:
+            self.position = PositionScheme(m["position"], m["d_model"], m["n_heads"], n_layers)
+            schemes = [self.position] * n_layers
+        windows = m.get("attention_window", [])
+        window = [0 if not windows else windows[0] if len(windows) == 1 else windows[l] for l in range(n_layers)]
+        self.blocks = torch.nn.ModuleList(Block(m, l, schemes[l], window[l]) for l in range(n_layers))
         self.final_norm = Norm(m["norm"], m["d_model"])
         self.head = None if m["tie_embeddings"] else torch.nn.Linear(m["d_model"], m["vocab"], bias=False)
 
     def forward(self, tokens, start=0):
         """tokens int64 (B, L) at positions start.. -> logits (B, L, vocab)."""
-        x = self.position.embed(self.embed(tokens), start)  # (B, L, d)
+        x = self.embed(tokens)  # (B, L, d)
+        for scheme in self.position if isinstance(self.position, torch.nn.ModuleList) else [self.position]:
+            x = scheme.embed(x, start)
         for block in self.blocks:
             x = block(x, start)
         x = self.final_norm(x)

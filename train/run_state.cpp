@@ -25,9 +25,32 @@ namespace relpos {
 
 std::vector<ConfigChange> config_changes(const RunConfig& before, const RunConfig& after) {
   std::vector<ConfigChange> changes;
+  const auto& was_layers = before.model.layer_positions;
+  const auto& is_layers = after.model.layer_positions;
+  const bool per_layer = !was_layers.empty() || !is_layers.empty();
   for (const ConfigKey& key : config_schema()) {
+    if (per_layer && key.path.starts_with("model.position.")) continue;  // compared below
     std::string was = config_value_text(key, before), is = config_value_text(key, after);
     if (was != is) changes.push_back({key.path, std::move(was), std::move(is)});
+  }
+  if (!per_layer) return changes;
+  // Per-layer schemes (model.position as a list): layer by layer, key by key.
+  if (was_layers.size() != is_layers.size()) {
+    changes.push_back(
+        {"model.position", position_label(before.model), position_label(after.model)});
+    return changes;
+  }
+  RunConfig was_entry = before, is_entry = after;
+  for (std::size_t l = 0; l < was_layers.size(); ++l) {
+    was_entry.model.position = was_layers[l];
+    is_entry.model.position = is_layers[l];
+    for (const ConfigKey& key : config_schema()) {
+      if (!key.path.starts_with("model.position.")) continue;
+      std::string was = config_value_text(key, was_entry), is = config_value_text(key, is_entry);
+      if (was != is)
+        changes.push_back({fmt::format("model.position[{}].{}", l, key.path.substr(15)),
+                           std::move(was), std::move(is)});
+    }
   }
   return changes;
 }
@@ -58,10 +81,13 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& o,
 }
 
 // A resume may change anything but the model's shape and parameters; RoPE's context
-// extension (model.position.rope_scaling.*) changes how positions are read, not the model.
+// extension (model.position.rope_scaling.*, or model.position[l].rope_scaling.* of a
+// per-layer list) changes how positions are read, not the model.
 bool is_architecture_key(const std::string& path) {
+  const bool rope_scaling =
+      path.starts_with("model.position") && path.find(".rope_scaling.") != std::string::npos;
   return path.starts_with("model.") && path != "model.dropout" && path != "model.attention" &&
-         !path.starts_with("model.position.rope_scaling.");
+         !rope_scaling;
 }
 
 // The settings in which `now` differs from `saved`, the config of checkpoint `source`; a
@@ -128,14 +154,17 @@ RunState build_run(const RunConfig& config, const std::string& tokenizer_model,
   Rng init(mix64(config.train.seed, 1));
   // Initialised on the CPU (the same values on every device), then moved.
   run.model = std::make_unique<TransformerLM>(config.model, init);
-  require(config.train.mem_len == 0 || !run.model->position().rotation_depends_on_length(),
-          "train.mem_len={}: model.position.rope_scaling.kind={} rotates every position by the "
-          "sequence length, so earlier segments' hidden states cannot be reused; set "
-          "train.mem_len: 0 or another rope_scaling.kind",
-          config.train.mem_len, config.model.position.get<std::string>("rope_scaling.kind"));
+  require(config.train.mem_len == 0 || !run.model->positions_depend_on_length(),
+          "train.mem_len={}: model.position.rope_scaling.kind=dynamic_ntk rotates every "
+          "position by the sequence length, so earlier segments' hidden states cannot be "
+          "reused; set train.mem_len: 0 or another rope_scaling.kind",
+          config.train.mem_len);
   move_parameters(run.model->parameters(), device);
   // Refused here, before any step, when the device lacks the optimizer's kernel.
-  run.optimizer = make_optimizer(config.optim, run.model->parameters());
+  std::vector<NamedParameter> parameters = run.model->parameters();
+  for (NamedParameter& p : parameters)
+    if (is_position_parameter(p.name)) p.lr_scale = config.optim.position_lr_scale;
+  run.optimizer = make_optimizer(config.optim, std::move(parameters));
   DataConfig data = config.data;
   data.tokenizer = tokenizer;
   data.seed = mix64(config.train.seed, 2);

@@ -50,10 +50,10 @@ std::vector<double> row_at(const Tensor& logits, std::int64_t at) {
 
 }  // namespace
 
-std::int64_t recompute_length(const PositionScheme& scheme, std::int64_t length) {
-  if (scheme.rotation_depends_on_length()) return length;
+std::int64_t recompute_length(const TransformerLM& model, std::int64_t length) {
+  if (model.positions_depend_on_length()) return length;
   const std::int64_t padded = (length + kRecomputeBucket - 1) / kRecomputeBucket * kRecomputeBucket;
-  const std::int64_t limit = scheme.max_length();
+  const std::int64_t limit = model.max_positions();
   return limit > 0 && padded > limit ? std::max(limit, length) : padded;
 }
 
@@ -75,13 +75,12 @@ std::vector<std::int64_t> generate(TransformerLM& model, const std::vector<std::
   DecodeState state;
   const Device device = device_of(model);
   // A rotation that depends on the length (dynamic NTK) leaves nothing to cache.
-  const bool use_cache = o.use_cache && !model.position().rotation_depends_on_length();
+  const bool use_cache = o.use_cache && !model.positions_depend_on_length();
   // Recomputing, the context is padded (recompute_length): the logits of its last real
   // position are read.
   const auto recompute = [&] {
-    return model.forward(
-        as_batch(context, device,
-                 recompute_length(model.position(), static_cast<std::int64_t>(context.size()))));
+    return model.forward(as_batch(
+        context, device, recompute_length(model, static_cast<std::int64_t>(context.size()))));
   };
   Tensor logits = use_cache ? model.forward(as_batch(prompt, device), state, true) : recompute();
   for (std::int64_t n = 0; n < o.tokens; ++n) {

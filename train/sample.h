@@ -26,10 +26,10 @@ struct SampleOptions {
 // token) to a multiple of kRecomputeBucket, so that sampling N tokens multiplies about
 // N / kRecomputeBucket shapes of matrices (each a cached oneDNN primitive), not N. Causal
 // attention keeps the padding out of every real position; the padded length stays
-// within the scheme's max_length(), and a rotation that depends on the length (dynamic
+// within the model's max_positions(), and a rotation that depends on the length (dynamic
 // NTK) is never padded.
 inline constexpr std::int64_t kRecomputeBucket = 64;
-std::int64_t recompute_length(const PositionScheme& scheme, std::int64_t length);
+std::int64_t recompute_length(const TransformerLM& model, std::int64_t length);
 
 // Returns the generated tokens (without the prompt), handing each to `on_token` as it
 // is drawn (when given). A bidirectional model (model.causal: false) cannot generate,

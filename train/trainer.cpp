@@ -20,7 +20,8 @@ namespace {
 void evaluate_now(const RunState& run, const Schedule& schedule, RunOutput& output, bool record) {
   const PrecisionScope precision(run.precision);
   const std::vector<EvalPoint> points =
-      evaluate(*run.model, *run.data, {run.config.data.seq_len}, run.config.train.eval_batches,
+      evaluate(*run.model, *run.data, {run.config.data.seq_len},
+               EvalAmount{.batches = run.config.train.eval_batches},
                [&] { return schedule.stop_requested_here() != 0; });
   if (points.empty())
     return output.say(fmt::format("relpos: the evaluation at step {} was cut short by {}", run.step,

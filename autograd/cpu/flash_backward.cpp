@@ -7,6 +7,7 @@
 
 #include "autograd/cpu/cpu_backend.h"
 #include "autograd/cpu/fast_exp.h"
+#include "autograd/cpu/flash_fire.h"
 #include "autograd/cpu/flash_tile.h"
 #include "autograd/cpu/parallel.h"
 
@@ -24,6 +25,7 @@ struct BackwardTensors {
   const FlashAttentionGrads& grads;
   Tensor bias_partial;  // f64 (B, H, Lq+Lk-1) or undefined
   Tensor r_partial;     // (B, H, Lk, D) or undefined
+  Tensor fire_partial;  // f64 (B, H, 3·hidden + 2): cpu::FireGradSums per task, or undefined
 };
 
 // Zeroes rows [0, n) of a head slice, `cols` wide.
@@ -78,8 +80,8 @@ void clipped_gradient_row(const FlashGeometry& g, const FlashBlock& blk, std::in
 }
 
 template <class T>
-void backward_head(const BackwardTensors& t, const FlashGeometry& g, std::int64_t b,
-                   std::int64_t h) {
+void backward_head(const BackwardTensors& t, const FlashGeometry& g, std::int64_t b, std::int64_t h,
+                   const cpu::FireTables<T>& fire) {
   const FlashAttentionArgs& a = t.a;
   const FlashAttentionGrads& gr = t.grads;
   auto& scratch = cpu::FlashScratch<T>::local(g);
@@ -115,6 +117,14 @@ void backward_head(const BackwardTensors& t, const FlashGeometry& g, std::int64_
   if (dr) std::fill(dr, dr + g.k_len * g.dim, T(0));
   if (dclipped) std::fill(dclipped, dclipped + g.q_len * g.width, T(0));
   if (dbias) std::fill(dbias, dbias + g.n_dist, 0.0);
+  double* fire_base = nullptr;
+  if (t.fire_partial.defined()) {
+    const std::int64_t n = cpu::FireGradSums::size(fire.hidden);
+    fire_base = t.fire_partial.data<double>() + task * n;
+    std::fill(fire_base, fire_base + n, 0.0);
+  }
+  const cpu::FireGradSums fire_sums =
+      fire_base ? cpu::FireGradSums(fire_base, fire.hidden) : cpu::FireGradSums();
   for (std::int64_t i0 = 0; i0 < g.q_len; i0 += g.q_tile) {
     const std::int64_t rows = std::min(g.q_tile, g.q_len - i0);
     dq.assign(rows * g.dim, T(0));
@@ -124,7 +134,7 @@ void backward_head(const BackwardTensors& t, const FlashGeometry& g, std::int64_
       const FlashBlock blk{i0, rows, j0, std::min(g.k_tile, key_end - j0)};
       T* p = scratch.logits.data();
       T* ds = scratch.grad.data();
-      cpu::block_logits<T>(a, g, b, h, blk, p, scratch.xl.data());
+      cpu::block_logits<T>(a, g, b, h, blk, p, scratch, fire.defined() ? &fire : nullptr);
       // dp = grad_out_tile · v_tileᵀ (the first D columns of grad_out)
       cpu::content_gemm<T>(a.precision, false, true, rows, blk.cols, g.dim, T(1), go.row(i0),
                            go.stride, v.row(j0), v.stride, T(0), ds, g.k_tile);
@@ -142,7 +152,7 @@ void backward_head(const BackwardTensors& t, const FlashGeometry& g, std::int64_
       if (dq_rows.base)  // dq_tile += scale · ds · k_tile
         cpu::content_gemm<T>(a.precision, false, false, rows, g.dim, blk.cols, scale, ds, g.k_tile,
                              k.row(j0), k.stride, T(1), dq.data(), g.dim);
-      for (std::int64_t r = 0; r < rows && (dbias || dclipped); ++r) {
+      for (std::int64_t r = 0; r < rows && (dbias || dclipped || fire_base); ++r) {
         const T* dsr = ds + r * g.k_tile;
         const std::int64_t i = i0 + r, n = blk.visible(g, r);
         if (dbias) {
@@ -150,6 +160,9 @@ void backward_head(const BackwardTensors& t, const FlashGeometry& g, std::int64_
           for (std::int64_t c = 0; c < n; ++c) acc[c] += dsr[c];
         }
         if (dclipped) clipped_gradient_row(g, blk, r, term_scale, dsr, dclipped + i * g.width);
+        if (fire_base)
+          cpu::fire_gradient_row(fire, g, h, i, j0, n, dsr, scratch.fire_x.data(),
+                                 scratch.fire_dx.data(), fire_sums);
       }
       if (xl && (dxq_all || dr)) {
         // E (rows, xl_width): the block's dlogits placed at their distance columns.
@@ -189,6 +202,31 @@ void sum_over_batch(const P* partial, std::int64_t batch, std::int64_t heads, st
   });
 }
 
+// FIRE's gradients from the per-task sums, each summed over tasks in increasing order:
+// w1, b1, c and threshold over every (b, h); w2's row h over b.
+template <class T>
+void sum_fire_gradients(const double* partial, const FlashGeometry& g, std::int64_t hidden,
+                        const FireTerms& grads) {
+  const std::int64_t n = cpu::FireGradSums::size(hidden);
+  auto sum = [&](const Tensor& out, std::int64_t offset, std::int64_t count, bool per_head) {
+    if (!out.defined()) return;
+    T* dst = out.data<T>();
+    for (std::int64_t h = 0; h < (per_head ? g.heads : 1); ++h)
+      for (std::int64_t e = 0; e < count; ++e) {
+        double acc = 0;
+        for (std::int64_t b = 0; b < g.batch; ++b)
+          for (std::int64_t hh = per_head ? h : 0; hh < (per_head ? h + 1 : g.heads); ++hh)
+            acc += partial[(b * g.heads + hh) * n + offset + e];
+        dst[h * count + e] = static_cast<T>(acc);
+      }
+  };
+  sum(grads.w1, 0, hidden, false);
+  sum(grads.b1, hidden, hidden, false);
+  sum(grads.w2, 2 * hidden, hidden, true);
+  sum(grads.c, 3 * hidden, 1, false);
+  sum(grads.threshold, 3 * hidden + 1, 1, false);
+}
+
 }  // namespace
 
 void CpuBackend::flash_attention_backward(const FlashAttentionArgs& args, const Tensor& out,
@@ -198,19 +236,28 @@ void CpuBackend::flash_attention_backward(const FlashAttentionArgs& args, const 
   cpu::bf16_begin_kernel_call();
   dispatch_floating(out.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    BackwardTensors t{args, out, lse, grad_out, grads, {}, {}};
+    BackwardTensors t{args, out, lse, grad_out, grads, {}, {}, {}};
+    const cpu::FireTables<T> fire(args.fire, g);
+    const FireTerms& fg = grads.fire;
+    if (fg.w1.defined() || fg.b1.defined() || fg.w2.defined() || fg.c.defined() ||
+        fg.threshold.defined())
+      t.fire_partial =
+          Tensor::empty({g.batch, g.heads, cpu::FireGradSums::size(fire.hidden)}, DType::f64);
     if (grads.distance_bias.defined())
       t.bias_partial = Tensor::empty({g.batch, g.heads, g.n_dist}, DType::f64);
     if (grads.xl_r.defined())
       t.r_partial = Tensor::empty({g.batch, g.heads, g.k_len, g.dim}, out.dtype());
-    cpu::parallel_for(g.batch * g.heads, g.worth_threads(),
-                      [&](std::int64_t bh) { backward_head<T>(t, g, bh / g.heads, bh % g.heads); });
+    cpu::parallel_for(g.batch * g.heads, g.worth_threads(), [&](std::int64_t bh) {
+      backward_head<T>(t, g, bh / g.heads, bh % g.heads, fire);
+    });
     if (t.bias_partial.defined())
       sum_over_batch(t.bias_partial.data<double>(), g.batch, g.heads, g.n_dist,
                      grads.distance_bias.data<T>());
     if (t.r_partial.defined())
       sum_over_batch(t.r_partial.data<T>(), g.batch, g.heads, g.k_len * g.dim,
                      grads.xl_r.data<T>());
+    if (t.fire_partial.defined())
+      sum_fire_gradients<T>(t.fire_partial.data<double>(), g, fire.hidden, fg);
   });
 }
 

@@ -8,6 +8,7 @@
 
 #include "autograd/cpu/cpu_backend.h"
 #include "autograd/cpu/fast_exp.h"
+#include "autograd/cpu/flash_fire.h"
 #include "autograd/cpu/flash_tile.h"
 #include "autograd/cpu/parallel.h"
 
@@ -76,7 +77,8 @@ void online_softmax_row(const FlashGeometry& g, const FlashBlock& blk, std::int6
 
 template <class T>
 void forward_head(const FlashAttentionArgs& a, const FlashGeometry& g, std::int64_t b,
-                  std::int64_t h, const Tensor& out, const Tensor& lse) {
+                  std::int64_t h, const Tensor& out, const Tensor& lse,
+                  const cpu::FireTables<T>& fire) {
   auto& scratch = cpu::FlashScratch<T>::local(g);
   thread_local OnlineRows<T> st;
   const cpu::HeadRows<T> v = cpu::head_rows<T>(a.v, b, h);
@@ -90,7 +92,7 @@ void forward_head(const FlashAttentionArgs& a, const FlashGeometry& g, std::int6
     for (std::int64_t j0 = g.key_begin(i0); j0 < key_end; j0 += g.k_tile) {
       const FlashBlock blk{i0, rows, j0, std::min(g.k_tile, key_end - j0)};
       T* s = scratch.logits.data();
-      cpu::block_logits<T>(a, g, b, h, blk, s, scratch.xl.data());
+      cpu::block_logits<T>(a, g, b, h, blk, s, scratch, fire.defined() ? &fire : nullptr);
       for (std::int64_t r = 0; r < rows; ++r)
         online_softmax_row(g, blk, r, a.value_bins, s + r * g.k_tile, st);
       // out_tile += P · v_tile
@@ -115,8 +117,9 @@ void CpuBackend::flash_attention(const FlashAttentionArgs& args, const Tensor& o
   cpu::bf16_begin_kernel_call();
   dispatch_floating(out.dtype(), [&](auto zero) {
     using T = decltype(zero);
+    const cpu::FireTables<T> fire(args.fire, g);
     cpu::parallel_for(g.batch * g.heads, g.worth_threads(), [&](std::int64_t bh) {
-      forward_head<T>(args, g, bh / g.heads, bh % g.heads, out, lse);
+      forward_head<T>(args, g, bh / g.heads, bh % g.heads, out, lse, fire);
     });
   });
 }

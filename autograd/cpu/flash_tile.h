@@ -107,6 +107,10 @@ void for_clipped_ranges(const FlashGeometry& g, std::int64_t i, std::int64_t j0,
   if (band_end < end) body(band_end, end, 2 * g.clip, cr.band_offset);
 }
 
+// FIRE's per-call tables and per-row MLP (autograd/cpu/flash_fire.h).
+template <class T>
+struct FireTables;
+
 // A content product of a block (q·kᵀ, p·v and the backward's products of those):
 // gemm_rows, or its bf16 form (autograd/cpu/bf16_gemm_rows.h) for f32 under Precision::bf16.
 template <class T>
@@ -121,11 +125,11 @@ void content_gemm(Precision precision, bool trans_a, bool trans_b, std::int64_t 
 }
 
 // Per-thread scratch for one block, grown on first use and then reused (no
-// steady-state allocation): logits and their gradient (q_tile, k_tile), and an XL
-// block (q_tile, xl_ld).
+// steady-state allocation): logits and their gradient (q_tile, k_tile), an XL
+// block (q_tile, xl_ld), and a block row's FIRE inputs and their gradient (k_tile).
 template <class T>
 struct FlashScratch {
-  std::vector<T> logits, xl, grad;
+  std::vector<T> logits, xl, grad, fire_x, fire_dx;
   static FlashScratch& local(const FlashGeometry& g) {
     thread_local FlashScratch scratch;
     const auto block = static_cast<std::size_t>(g.q_tile * g.k_tile);
@@ -133,15 +137,21 @@ struct FlashScratch {
     if (scratch.grad.size() < block) scratch.grad.resize(block);
     const auto xl = static_cast<std::size_t>(g.q_tile * g.xl_ld);
     if (scratch.xl.size() < xl) scratch.xl.resize(xl);
+    const auto row = static_cast<std::size_t>(g.k_tile);
+    if (scratch.fire_x.size() < row) scratch.fire_x.resize(row);
+    if (scratch.fire_dx.size() < row) scratch.fire_dx.resize(row);
     return scratch;
   }
 };
 
 // s (rows, k_tile) = the block's logits; masked entries are -inf (their exp is 0, so
 // every later use of the row treats them as absent).
+// fire: FIRE's tables when the call has that term (null otherwise).
 template <class T>
 void block_logits(const FlashAttentionArgs& a, const FlashGeometry& g, std::int64_t b,
-                  std::int64_t h, const FlashBlock& blk, T* s, T* xl_scratch) {
+                  std::int64_t h, const FlashBlock& blk, T* s, FlashScratch<T>& scratch,
+                  const FireTables<T>* fire) {
+  T* xl_scratch = scratch.xl.data();
   const HeadRows<const T> q = {head_rows<T>(a.q, b, h).base, a.q.strides()[2]};
   const HeadRows<const T> k = {head_rows<T>(a.k, b, h).base, a.k.strides()[2]};
   const T term_scale = static_cast<T>(a.term_scale);
@@ -186,6 +196,7 @@ void block_logits(const FlashAttentionArgs& a, const FlashGeometry& g, std::int6
       const T* x = xl_scratch + r * g.xl_ld + blk.xl_shift(r);
       for (std::int64_t c = 0; c < n; ++c) row[c] += term_scale * x[c];
     }
+    if (fire) fire->add_bias(g, h, i, blk.j0, n, scratch.fire_x.data(), row);
     std::fill(row + n, row + blk.cols, -std::numeric_limits<T>::infinity());
     std::fill(row, row + blk.hidden(g, r), -std::numeric_limits<T>::infinity());
   }

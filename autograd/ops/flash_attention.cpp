@@ -21,10 +21,11 @@ void check_terms(const Tensor& q, const Tensor& k, const FlashTerms& terms) {
       fail("flash_attention: distance bias {} must be (H, Lq+Lk-1) = ({}, {})",
            terms.distance_bias.describe(), heads, q_len + k_len - 1);
   }
-  require(terms.chunk.size >= 0 && terms.chunk.left_chunks >= -1 && terms.chunk.key_origin >= 0,
-          "flash_attention: chunk size {} must be >= 0, left_chunks {} >= -1 and key origin {} "
-          ">= 0",
-          terms.chunk.size, terms.chunk.left_chunks, terms.chunk.key_origin);
+  require(terms.chunk.size >= 0 && terms.chunk.left_chunks >= -1 && terms.chunk.key_origin >= 0 &&
+              terms.chunk.window >= 0,
+          "flash_attention: chunk size {} must be >= 0, left_chunks {} >= -1, key origin {} "
+          ">= 0 and window {} >= 0",
+          terms.chunk.size, terms.chunk.left_chunks, terms.chunk.key_origin, terms.chunk.window);
   require(terms.clip >= 0, "flash_attention: Shaw's clipping distance {} must be >= 0", terms.clip);
   if (terms.clipped.defined()) {
     check_same_kind(q, terms.clipped, "flash_attention");
@@ -42,7 +43,25 @@ void check_terms(const Tensor& q, const Tensor& k, const FlashTerms& terms) {
            terms.xl_query.describe(), q.describe(), terms.xl_r.describe());
     require(terms.causal, "flash_attention: Transformer-XL terms need causal attention");
   }
+  if (terms.fire.defined()) {
+    const FireTerms& f = terms.fire;
+    for (const Tensor* t : {&f.w1, &f.b1, &f.w2, &f.c, &f.threshold})
+      check_same_kind(q, *t, "flash_attention");
+    const std::int64_t hidden = f.w1.size(0);
+    if (!(f.w1.shape() == Shape{hidden} && f.b1.shape() == Shape{hidden} &&
+          f.w2.shape() == Shape{heads, hidden} && f.c.shape() == Shape{1} &&
+          f.threshold.shape() == Shape{1}))
+      fail(
+          "flash_attention: FIRE w1 {}, b1 {}, w2 {}, c {}, threshold {} must be "
+          "(hidden), (hidden), (H, hidden), (1), (1) with H={}",
+          f.w1.describe(), f.b1.describe(), f.w2.describe(), f.c.describe(), f.threshold.describe(),
+          heads);
+    require(terms.causal, "flash_attention: FIRE needs causal attention");
+  }
 }
+
+// The FIRE tensors in the order of the op's inputs after the XL terms.
+std::vector<Tensor> fire_list(const FireTerms& f) { return {f.w1, f.b1, f.w2, f.c, f.threshold}; }
 
 }  // namespace
 
@@ -64,6 +83,9 @@ Tensor flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, const 
   args.clipped = contiguous_if(terms.clipped);
   args.xl_query = contiguous_if(terms.xl_query);
   args.xl_r = contiguous_if(terms.xl_r);
+  const FireTerms& f = terms.fire;
+  args.fire = {contiguous_if(f.w1), contiguous_if(f.b1), contiguous_if(f.w2), contiguous_if(f.c),
+               contiguous_if(f.threshold)};
   args.clip = terms.clip;
   args.value_bins = terms.value_bins;
   args.scale = terms.scale;
@@ -83,11 +105,14 @@ Tensor flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, const 
 
   std::vector<Tensor> inputs{q,         k, v, terms.distance_bias, terms.clipped, terms.xl_query,
                              terms.xl_r};
+  for (const Tensor& t : fire_list(terms.fire)) inputs.push_back(t);
   if (Tape::should_record(inputs)) {
     const Tensor saved_out = out.detach();
     const bool want_q = wants(q), want_k = wants(k), want_v = wants(v);
     const bool want_bias = wants(terms.distance_bias), want_clipped = wants(terms.clipped);
     const bool want_xq = wants(terms.xl_query), want_r = wants(terms.xl_r);
+    std::vector<bool> want_fire;
+    for (const Tensor& t : fire_list(terms.fire)) want_fire.push_back(wants(t));
     Tape::current().record(
         "flash_attention", inputs, out,
         [=](const Tensor& grad_out) {
@@ -102,10 +127,17 @@ Tensor flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, const 
           grads.clipped = empty_if(want_clipped, args.clipped);
           grads.xl_query = empty_if(want_xq, args.xl_query);
           grads.xl_r = empty_if(want_r, args.xl_r);
+          const std::vector<Tensor> fire_args = fire_list(args.fire);
+          Tensor* fire_grads[] = {&grads.fire.w1, &grads.fire.b1, &grads.fire.w2, &grads.fire.c,
+                                  &grads.fire.threshold};
+          for (std::size_t n = 0; n < fire_args.size(); ++n)
+            *fire_grads[n] = empty_if(want_fire[n], fire_args[n]);
           backend_of(saved_out).flash_attention_backward(args, saved_out, lse,
                                                          rows_contiguous(grad_out), grads);
-          return std::vector<Tensor>{grads.q,       grads.k,        grads.v,   grads.distance_bias,
+          std::vector<Tensor> result{grads.q,       grads.k,        grads.v,   grads.distance_bias,
                                      grads.clipped, grads.xl_query, grads.xl_r};
+          for (const Tensor& t : fire_list(grads.fire)) result.push_back(t);
+          return result;
         },
         {args.q, args.k, args.v, saved_out, lse});
   }

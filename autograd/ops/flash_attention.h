@@ -2,6 +2,7 @@
 // Tiled attention with relative position terms, never forming an (Lq, Lk) matrix
 // (the math is FlashAttentionArgs in autograd/backend.h; docs/relative-kernels.md).
 #include "autograd/attention_chunk.h"
+#include "autograd/fire_terms.h"
 #include "autograd/tensor.h"
 
 namespace relpos {
@@ -13,6 +14,7 @@ struct FlashTerms {
   bool value_bins = false;  // also return Shaw's per-row clipped-distance bins of p
   Tensor xl_query;          // (B, H, Lq, D): Transformer-XL's q + v
   Tensor xl_r;              // (H, Lk, D): W_r R for distances Lk-1 .. 0
+  FireTerms fire;           // FIRE's MLP, evaluated per tile (causal only)
   double scale = 1.0;       // on q·k
   double term_scale = 1.0;  // on the Shaw and XL terms
   bool causal = false;

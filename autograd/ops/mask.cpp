@@ -69,7 +69,8 @@ Tensor causal_mask(std::int64_t q_len, std::int64_t k_len, Device device) {
 Tensor chunk_mask(std::int64_t q_len, std::int64_t k_len, const AttentionChunk& chunk,
                   Device device) {
   require(q_len >= 0 && q_len <= k_len, "chunk_mask: need 0 <= q_len {} <= k_len {}", q_len, k_len);
-  require(chunk.enabled(), "chunk_mask: chunk size {} must be positive", chunk.size);
+  require(chunk.banded(), "chunk_mask: chunk size {} or window {} must be positive", chunk.size,
+          chunk.window);
   Tensor mask = Tensor::empty({q_len, k_len}, DType::u8);  // (q_len, k_len)
   auto* p = mask.data<std::uint8_t>();
   for (std::int64_t i = 0; i < q_len; ++i) {

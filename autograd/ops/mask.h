@@ -27,7 +27,8 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
 Tensor causal_mask(std::int64_t q_len, std::int64_t k_len, Device device = Device::cpu);
 
 // The u8 (q_len, k_len) chunk mask (autograd/attention_chunk.h): 1 where key j lies
-// outside the chunk band of query i, which sits at key index (k_len - q_len) + i.
+// outside the chunk band or the sliding window of query i, which sits at key index
+// (k_len - q_len) + i.
 Tensor chunk_mask(std::int64_t q_len, std::int64_t k_len, const AttentionChunk& chunk,
                   Device device = Device::cpu);
 

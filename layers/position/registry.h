@@ -51,6 +51,10 @@ struct PositionSchemeEntry {
   // `relpos positions`: the row of the scheme's per-distance table that relative position
   // rel = j - i reads, and a caption; unset for schemes without such a table.
   std::function<std::int64_t(const PositionConfig&, std::int64_t rel)> table_index{};
+  // `relpos positions` for a scheme whose input depends on the query's position as well
+  // (FIRE): the value for a query at position qpos and a key at qpos + rel, printed with
+  // three decimals. A scheme sets table_index or table_value, not both.
+  std::function<double(const PositionConfig&, std::int64_t qpos, std::int64_t rel)> table_value{};
   std::function<std::string(const PositionConfig&)> caption{};
   std::vector<std::string> index_keys{};  // the keys table_index reads
   // The names the PyTorch reference (tools/reference/) gives this scheme's keys and

@@ -34,6 +34,8 @@ class PositionConfig {
   // Sets a registered key; the value must have the key's type.
   void set(const std::string& key, OptionValue value);
 
+  bool operator==(const PositionConfig& other) const = default;
+
  private:
   std::map<std::string, OptionValue> values_;
 };

@@ -36,12 +36,16 @@ def rel_matrix(Lq, Lk):
     return key_positions(Lk)[None, :] - query_positions(Lq, Lk)[:, None]
 
 
-def attention_probs(scores, causal):
-    """Softmax over keys; in causal mode keys with j > qpos(i) get -inf."""
+def attention_probs(scores, causal, window=0):
+    """Softmax over keys; in causal mode keys with j > qpos(i) get -inf, and with a
+    sliding window (window > 0) so do keys at distance qpos(i) - j >= window."""
     Lq, Lk = scores.shape[-2], scores.shape[-1]
     if causal:
         future = rel_matrix(Lq, Lk) > 0
         scores = scores.masked_fill(future, NEG_INF)
+    if window > 0:
+        too_far = -rel_matrix(Lq, Lk) >= window
+        scores = scores.masked_fill(too_far, NEG_INF)
     return torch.softmax(scores, dim=-1)
 
 
@@ -94,10 +98,10 @@ def xl_sinusoid_rows(ts, d_model, base=10000.0):
 # 1. none
 # ---------------------------------------------------------------------------
 
-def attn_none(q, k, v, causal):
+def attn_none(q, k, v, causal, window=0):
     D = q.shape[-1]
     s = dot_scores(q, k) / math.sqrt(D)
-    return weighted_values(attention_probs(s, causal), v)
+    return weighted_values(attention_probs(s, causal, window), v)
 
 
 # ---------------------------------------------------------------------------
@@ -157,7 +161,8 @@ def t5_bucket_matrix(Lq, Lk, bidirectional, num_buckets, max_distance):
     return out
 
 
-def attn_t5(q, k, v, t5_table, causal, num_buckets, max_distance, bidirectional, scale):
+def attn_t5(q, k, v, t5_table, causal, num_buckets, max_distance, bidirectional, scale,
+            window=0):
     D = q.shape[-1]
     Lq, Lk = q.shape[2], k.shape[2]
     buckets = t5_bucket_matrix(Lq, Lk, bidirectional, num_buckets, max_distance)
@@ -167,7 +172,7 @@ def attn_t5(q, k, v, t5_table, causal, num_buckets, max_distance, bidirectional,
     if scale:
         s = s / math.sqrt(D)
     s = s + bias[None]
-    return weighted_values(attention_probs(s, causal), v)
+    return weighted_values(attention_probs(s, causal, window), v)
 
 
 # ---------------------------------------------------------------------------
@@ -180,7 +185,7 @@ def shaw_index_matrix(Lq, Lk, max_rel):
     return rel_matrix(Lq, Lk).clamp(-max_rel, max_rel) + max_rel
 
 
-def attn_shaw(q, k, v, causal, max_rel, per_head, shaw_keys=None, shaw_values=None):
+def attn_shaw(q, k, v, causal, max_rel, per_head, shaw_keys=None, shaw_values=None, window=0):
     D = q.shape[-1]
     Lq, Lk = q.shape[2], k.shape[2]
     idx = shaw_index_matrix(Lq, Lk, max_rel)  # (Lq, Lk)
@@ -193,7 +198,7 @@ def attn_shaw(q, k, v, causal, max_rel, per_head, shaw_keys=None, shaw_values=No
             rk = shaw_keys[idx]               # (Lq, Lk, D)
             s = s + torch.einsum("bhid,ijd->bhij", q, rk)
     s = s / math.sqrt(D)
-    p = attention_probs(s, causal)
+    p = attention_probs(s, causal, window)
     out = weighted_values(p, v)
     if shaw_values is not None:
         if per_head:
@@ -218,7 +223,7 @@ def xl_distance_matrix(Lq, Lk, clamp_len):
     return dist
 
 
-def attn_xl(q, k, v, xl_w_r, xl_u, xl_v, causal, d_model, clamp_len):
+def attn_xl(q, k, v, xl_w_r, xl_u, xl_v, causal, d_model, clamp_len, window=0):
     if not causal:
         raise ValueError("xl scheme is causal only")
     B, H, Lq, D = q.shape
@@ -229,7 +234,7 @@ def attn_xl(q, k, v, xl_w_r, xl_u, xl_v, causal, d_model, clamp_len):
     ac = torch.einsum("bhid,bhjd->bhij", q + xl_u[None, :, None, :], k)
     bd = torch.einsum("bhid,ijhd->bhij", q + xl_v[None, :, None, :], r)
     s = (ac + bd) / math.sqrt(D)
-    return weighted_values(attention_probs(s, True), v)
+    return weighted_values(attention_probs(s, True, window), v)
 
 
 def xl_rel_shift(x, Lq, Lk):
@@ -260,7 +265,7 @@ def alibi_slopes(H):
     return _alibi_pow2_slopes(n) + _alibi_pow2_slopes(2 * n)[0::2][: H - n]
 
 
-def attn_alibi(q, k, v, causal):
+def attn_alibi(q, k, v, causal, window=0):
     H, Lq, D = q.shape[1], q.shape[2], q.shape[3]
     Lk = k.shape[2]
     m = torch.tensor(alibi_slopes(H), dtype=DTYPE)
@@ -268,16 +273,34 @@ def attn_alibi(q, k, v, causal):
     dist = rel_matrix(Lq, Lk).abs().to(DTYPE)
     bias = -m[:, None, None] * dist[None]         # (H, Lq, Lk)
     s = dot_scores(q, k) / math.sqrt(D) + bias[None]
-    return weighted_values(attention_probs(s, causal), v)
+    return weighted_values(attention_probs(s, causal, window), v)
 
 
-def attn_kerple(q, k, v, log_r1, log_r2, causal):
+def attn_kerple(q, k, v, log_r1, log_r2, causal, window=0):
     """KERPLE-log (Chi et al. 2022): bias -r1 * log(1 + r2 * |qpos - j|) per head, with
     r1 = exp(log_r1) and r2 = exp(log_r2)."""
     D, Lq, Lk = q.shape[3], q.shape[2], k.shape[2]
     dist = rel_matrix(Lq, Lk).abs().to(DTYPE)                       # (Lq, Lk)
     r1, r2 = torch.exp(log_r1), torch.exp(log_r2)                    # (H,)
     bias = -r1[:, None, None] * torch.log1p(r2[:, None, None] * dist[None])  # (H, Lq, Lk)
+    s = dot_scores(q, k) / math.sqrt(D) + bias[None]
+    return weighted_values(attention_probs(s, causal, window), v)
+
+
+def attn_fire(q, k, v, w1, b1, w2, log_c, log_threshold_scale, threshold, causal):
+    """FIRE (Li et al. 2023): bias f(psi(qpos - j) / psi(max(qpos, L))) per head with
+    psi(x) = log(1 + c x), c = exp(log_c), L = threshold * exp(log_threshold_scale) and
+    f(x) = w2 relu(w1 x + b1) (1 -> hidden -> H; no output bias, which would cancel in the
+    softmax). Causal only."""
+    assert causal
+    D, Lq, Lk = q.shape[3], q.shape[2], k.shape[2]
+    c = torch.exp(log_c)                                             # (1,)
+    L = threshold * torch.exp(log_threshold_scale)                   # (1,)
+    qpos = query_positions(Lq, Lk).to(DTYPE)[:, None]                # (Lq, 1)
+    dist = (-rel_matrix(Lq, Lk)).clamp(min=0).to(DTYPE)              # (Lq, Lk)
+    x = torch.log1p(c * dist) / torch.log1p(c * torch.maximum(qpos, L))
+    hidden = torch.relu(x[..., None] * w1 + b1)                      # (Lq, Lk, hidden)
+    bias = (hidden @ w2.T).permute(2, 0, 1)                          # (H, Lq, Lk)
     s = dot_scores(q, k) / math.sqrt(D) + bias[None]
     return weighted_values(attention_probs(s, causal), v)
 
@@ -354,9 +377,9 @@ def rope_rotate(x, positions, base=10000.0, scaling=None, length=0):
     return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
 
 
-def attn_rope(q, k, v, causal, base=10000.0, scaling=None):
+def attn_rope(q, k, v, causal, base=10000.0, scaling=None, window=0):
     """scaling: see rope_scaled_frequencies; the sequence length is Lk."""
     Lq, Lk = q.shape[2], k.shape[2]
     qr = rope_rotate(q, query_positions(Lq, Lk).tolist(), base, scaling, Lk)
     kr = rope_rotate(k, key_positions(Lk).tolist(), base, scaling, Lk)
-    return attn_none(qr, kr, v, causal)
+    return attn_none(qr, kr, v, causal, window)

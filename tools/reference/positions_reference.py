@@ -53,29 +53,41 @@ def param_shapes(scheme, cfg):
         return [("xl_w_r", [H * D, cfg["d_model"]]), ("xl_u", [H, D]), ("xl_v", [H, D])]
     if scheme == "kerple":
         return [("layers.0.log_r1", [H]), ("layers.0.log_r2", [H])]
+    if scheme == "fire":
+        n = cfg["fire_hidden"]
+        return [("layers.0." + p, s) for p, s in (("w1", [n]), ("b1", [n]), ("w2", [H, n]),
+                ("log_c", [1]), ("log_threshold_scale", [1]))]
     raise ValueError("unknown scheme %r" % scheme)
 
 
 def forward(scheme, cfg, q, k, v, params):
     causal = cfg["causal"]
+    window = cfg.get("window", 0)  # a causal sliding window (model.attention_window)
     if scheme == "none":
-        return ps.attn_none(q, k, v, causal)
+        return ps.attn_none(q, k, v, causal, window)
     if scheme == "t5":
         return ps.attn_t5(q, k, v, params["t5_table"], causal, cfg["num_buckets"],
-                          cfg["max_distance"], cfg["bidirectional"], cfg["scale"])
+                          cfg["max_distance"], cfg["bidirectional"], cfg["scale"], window)
     if scheme == "shaw":
         return ps.attn_shaw(q, k, v, causal, cfg["max_rel"], cfg["per_head"],
-                            params.get("shaw_keys"), params.get("shaw_values"))
+                            params.get("shaw_keys"), params.get("shaw_values"), window)
     if scheme == "xl":
         return ps.attn_xl(q, k, v, params["xl_w_r"], params["xl_u"], params["xl_v"],
-                          causal, cfg["d_model"], cfg["clamp_len"])
+                          causal, cfg["d_model"], cfg["clamp_len"], window)
     if scheme == "alibi":
-        return ps.attn_alibi(q, k, v, causal)
+        return ps.attn_alibi(q, k, v, causal, window)
     if scheme == "rope":
-        return ps.attn_rope(q, k, v, causal, cfg["base"], rope_scaling(cfg))
+        return ps.attn_rope(q, k, v, causal, cfg["base"], rope_scaling(cfg), window)
     if scheme == "kerple":
         return ps.attn_kerple(q, k, v, params["layers.0.log_r1"], params["layers.0.log_r2"],
+<<<<<<< HEAD
+                              causal, window)
+=======
                               causal)
+    if scheme == "fire":
+        p = [params["layers.0." + n] for n in ("w1", "b1", "w2", "log_c", "log_threshold_scale")]
+        return ps.attn_fire(q, k, v, *p, cfg["fire_threshold"], causal)
+>>>>>>> fire
     raise ValueError("unknown scheme %r" % scheme)
 
 
@@ -117,19 +129,20 @@ def _case(scheme, name, Lq, Lk, D, causal, B=2, H=3, **extra):
     return scheme, name, cfg
 
 
-def _t5(name, Lq, Lk, D, causal, bidirectional, nb=8, md=12, scale=True):
+def _t5(name, Lq, Lk, D, causal, bidirectional, nb=8, md=12, scale=True, **extra):
     return _case("t5", name, Lq, Lk, D, causal, num_buckets=nb, max_distance=md,
-                 bidirectional=bidirectional, scale=scale)
+                 bidirectional=bidirectional, scale=scale, **extra)
 
 
-def _shaw(name, Lq, Lk, D, causal, max_rel=3, per_head=False, keys=True, values=True):
+def _shaw(name, Lq, Lk, D, causal, max_rel=3, per_head=False, keys=True, values=True,
+          **extra):
     return _case("shaw", name, Lq, Lk, D, causal, max_rel=max_rel, per_head=per_head,
-                 use_keys=keys, use_values=values)
+                 use_keys=keys, use_values=values, **extra)
 
 
-def _xl(name, Lq, Lk, D, d_model=None, clamp_len=0, H=3):
+def _xl(name, Lq, Lk, D, d_model=None, clamp_len=0, H=3, **extra):
     return _case("xl", name, Lq, Lk, D, True, H=H,
-                 d_model=H * D if d_model is None else d_model, clamp_len=clamp_len)
+                 d_model=H * D if d_model is None else d_model, clamp_len=clamp_len, **extra)
 
 
 def _rope_scaled(name, Lq, Lk, D, causal, kind, factor, original_len, base=10000.0):
@@ -187,7 +200,25 @@ CASES = [
     _case("kerple", "kerple_causal", 14, 14, 4, True),
     _case("kerple", "kerple_bidir", 12, 12, 4, False),
     _case("kerple", "kerple_causal_mem", 5, 13, 4, True, H=4),
+
+<<<<<<< HEAD
+    # Causal sliding windows (model.attention_window): query i sees keys qpos(i) - W < j.
+    _case("none", "none_causal_window4", 16, 16, 8, True, window=4),
+    _case("none", "none_causal_mem_window1", 5, 13, 8, True, window=1),
+    _t5("t5_causal_mem_window3", 5, 16, 4, True, False, window=3),
+    _shaw("shaw_causal_window2", 12, 12, 4, True, window=2),
+    _xl("xl_causal_mem_window5", 5, 13, 4, window=5),
+    _case("alibi", "alibi_causal_window6", 16, 16, 4, True, window=6),
+    _case("rope", "rope_causal_mem_window4", 5, 13, 8, True, base=10000.0, window=4),
+    _case("kerple", "kerple_causal_window3", 14, 14, 4, True, window=3),
+=======
+    # Thresholds inside the queries' positions: rows on both sides of max(i, L).
+    _case("fire", "fire_causal", 14, 14, 4, True, fire_hidden=6, fire_c=0.1, fire_threshold=5.0),
+    _case("fire", "fire_causal_mem", 5, 13, 4, True, H=4, fire_hidden=4, fire_c=0.1,
+          fire_threshold=10.0),
+>>>>>>> fire
 ]
+
 
 
 def seed_for(name):
@@ -493,6 +524,8 @@ GRADCHECK_CASES = [
     _rope_scaled("gc_rope_yarn", 3, 5, 8, True, "yarn", 3.0, 40, base=100.0),
     _rope_scaled("gc_rope_dynamic_ntk", 3, 5, 4, False, "dynamic_ntk", 2.0, 2),
     _case("kerple", "gc_kerple", 3, 5, 4, False, B=1, H=2),
+    _case("fire", "gc_fire", 3, 6, 4, True, B=1, H=2, fire_hidden=3, fire_c=0.1,
+          fire_threshold=4.0),
 ]
 
 

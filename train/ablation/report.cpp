@@ -9,25 +9,11 @@
 #include <set>
 
 #include "autograd/error.h"
+#include "train/ablation/differences.h"
 #include "train/store/atomic_file.h"
 
 namespace relpos {
 namespace fs = std::filesystem;
-
-Stat stat_of(const std::vector<double>& values) {
-  Stat s;
-  double sum = 0.0;
-  for (const double v : values)
-    if (std::isfinite(v)) sum += v, ++s.n;
-  if (s.n == 0) return s;
-  s.mean = sum / static_cast<double>(s.n);
-  if (s.n < 2) return s;
-  double squares = 0.0;
-  for (const double v : values)
-    if (std::isfinite(v)) squares += (v - s.mean) * (v - s.mean);
-  s.std = std::sqrt(squares / static_cast<double>(s.n - 1));
-  return s;
-}
 
 TurningPoint turning_point(const std::vector<std::pair<std::int64_t, double>>& loss_by_length,
                            std::int64_t train_length) {
@@ -125,11 +111,11 @@ std::string mib(std::size_t bytes) {
   return bytes > 0 ? fmt::format("{:.1f}", static_cast<double>(bytes) / kMiB) : "n/a";
 }
 
-// "mean ± std" over seeds ("mean" alone in a sweep without seeds), with "(n=k)" where
-// fewer runs than the variant's gave a value.
+// "mean ± h" over seeds, h the half-width of the 95% t interval of the mean ("mean" alone
+// in a sweep without seeds), with "(n=k)" where fewer runs than the variant's gave a value.
 std::string stat_cell(const Stat& s, int decimals, const VariantStats& v, bool seeded) {
   if (!seeded) return number(s.mean, decimals);
-  std::string cell = number(s.mean, decimals) + " ± " + number(s.std, decimals);
+  std::string cell = number(s.mean, decimals) + " ± " + number(s.ci95, decimals);
   if (s.n == 0) return "n/a";
   return s.n == v.runs.size() ? cell : fmt::format("{} (n={})", cell, s.n);
 }
@@ -181,7 +167,7 @@ std::string main_table(const std::vector<VariantStats>& variants,
                        const std::vector<std::int64_t>& lengths, bool seeded) {
   std::vector<std::string> header = {"variant", "scheme", "data", "train L", "params"};
   if (seeded) header.push_back("seeds");
-  header.insert(header.end(), {"final val loss", "bits/byte"});
+  header.insert(header.end(), {"bits/byte", "final val loss"});
   for (const std::int64_t l : lengths) header.push_back(fmt::format("loss @{}", l));
   for (const char* h : {"turning point", "tokens/s", "peak RSS MiB", "wall s"}) header.push_back(h);
   std::string out = table_head(header);
@@ -191,9 +177,9 @@ std::string main_table(const std::vector<VariantStats>& variants,
                                     std::to_string(r.parameters)};
     if (seeded) row.push_back(std::to_string(v.runs.size()));
     Stat bits = v.final_val_loss;
-    bits.mean /= std::numbers::ln2, bits.std /= std::numbers::ln2;
-    row.push_back(stat_cell(v.final_val_loss, 4, v, seeded));
+    bits.mean /= std::numbers::ln2, bits.std /= std::numbers::ln2, bits.ci95 /= std::numbers::ln2;
     row.push_back(stat_cell(bits, 4, v, seeded));
+    row.push_back(stat_cell(v.final_val_loss, 4, v, seeded));
     for (const std::int64_t l : lengths) {
       const LengthStats* p = at_length(v, l);
       row.push_back(p ? stat_cell(p->loss, 4, v, seeded) : "");
@@ -271,9 +257,10 @@ std::string results_markdown(const AblationSweep& sweep, const std::vector<Varia
       seeds += fmt::format("{}{}", seeds.empty() ? "" : ", ", s);
     out += fmt::format(
         "Every variant was trained once per seed ({}; folders `<variant>/seed-<k>`). Each cell "
-        "is the mean ± the sample standard deviation (n − 1) over the seeds, `(n=k)` where "
-        "only k runs gave a value; n/a where none did (or, for the deviation, only one). The "
-        "turning point is that of the mean curve; peak RSS the largest run's.\n\n",
+        "is the mean ± the half-width of its 95% Student t interval over the seeds "
+        "(t_0.975,n−1 · s / √n; the sample standard deviation s is in results.csv), `(n=k)` "
+        "where only k runs gave a value; n/a where none did (or, for the interval, only one). "
+        "The turning point is that of the mean curve; peak RSS the largest run's.\n\n",
         seeds);
   }
   out += main_table(variants, lengths, seeded);
@@ -285,6 +272,18 @@ std::string results_markdown(const AblationSweep& sweep, const std::vector<Varia
         "time × is its time per step over the baseline's, loss × its loss over the baseline's "
         "(below 1: better).\n\n";
     out += relative_table(variants, lengths);
+  }
+  if (seeded) {
+    const std::string differences = differences_markdown(variants);
+    if (!differences.empty())
+      out +=
+          "\n## Differences paired by seed\n\nEach variant against the best one (by mean) at "
+          "each evaluation length, among the variants trained on the same data at the same "
+          "length: the mean over the seeds both ran of (its value − the best one's) ± the "
+          "half-width of the 95% t interval of that paired difference. **Bold**: the interval "
+          "excludes 0, the data separate the two; otherwise they do not. Every pair is in "
+          "differences.csv.\n" +
+          differences;
   }
   if (std::any_of(variants.begin(), variants.end(), has_accuracy)) {
     out +=
@@ -322,24 +321,18 @@ std::string results_markdown(const AblationSweep& sweep, const std::vector<Varia
   return out;
 }
 
-std::string csv_field(const std::string& text) {
-  if (text.find_first_of(",\"\n") == std::string::npos) return text;
-  std::string quoted = "\"";
-  for (const char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return quoted + "\"";
-}
-
 std::string csv_number(double value, int decimals) {
   return std::isfinite(value) ? fmt::format("{:.{}f}", value, decimals) : "nan";
 }
 
-// <name>,<name>_std,<name>_n
+// <name>,<name>_std,<name>_n,<name>_ci95 (the half-width of the 95% t interval)
 std::string stat_columns(const std::string& name) {
-  return fmt::format(",{0},{0}_std,{0}_n", name);
+  return fmt::format(",{0},{0}_std,{0}_n,{0}_ci95", name);
 }
 
 std::string stat_fields(const Stat& s, int decimals) {
-  return fmt::format(",{},{},{}", csv_number(s.mean, decimals), csv_number(s.std, decimals), s.n);
+  return fmt::format(",{},{},{},{}", csv_number(s.mean, decimals), csv_number(s.std, decimals), s.n,
+                     csv_number(s.ci95, decimals));
 }
 
 std::string results_csv(const AblationSweep& sweep, const std::vector<VariantResult>& runs) {
@@ -367,7 +360,7 @@ std::string results_csv(const AblationSweep& sweep, const std::vector<VariantRes
     for (const auto field : {&LengthStats::loss, &LengthStats::accuracy, &LengthStats::exact_match})
       for (const std::int64_t l : lengths) {
         const LengthStats* p = at_length(v, l);
-        out += p ? stat_fields(p->*field, 6) : std::string(",,,");
+        out += p ? stat_fields(p->*field, 6) : std::string(",,,,");
       }
     out += v.turning.length > 0 ? fmt::format(",{},{}", v.turning.length,
                                               v.turning.last_evaluated ? "true" : "false")
@@ -384,12 +377,21 @@ std::string results_csv(const AblationSweep& sweep, const std::vector<VariantRes
 
 }  // namespace
 
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\n") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (const char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
+
 void write_ablation_report(const AblationSweep& sweep, const std::vector<VariantResult>& results) {
   std::error_code error;
   fs::create_directories(sweep.out_dir, error);
   require(!error, "out_dir '{}': cannot create it: {}", sweep.out_dir.string(), error.message());
   write_file_atomic(sweep.out_dir / "results.md", results_markdown(sweep, results));
   write_file_atomic(sweep.out_dir / "results.csv", results_csv(sweep, results));
+  if (!sweep.seeds.empty())
+    write_file_atomic(sweep.out_dir / "differences.csv", differences_csv(aggregate(results)));
 }
 
 }  // namespace relpos

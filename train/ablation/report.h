@@ -1,7 +1,8 @@
 #pragma once
-// The ablation report: runs grouped by variant (mean, sample standard deviation and n
-// over seeds), each variant's turning point, the sweep's progress line, and
-// results.md and results.csv.
+// The ablation report: runs grouped by variant (mean, its 95% t interval, sample standard
+// deviation and n over seeds; statistics.h), each variant's turning point, differences
+// between variants paired by seed (differences.h), the sweep's progress line, and
+// results.md, results.csv and differences.csv.
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -10,18 +11,10 @@
 #include <vector>
 
 #include "train/ablation/results.h"
+#include "train/ablation/statistics.h"
 #include "train/ablation/sweep_file.h"
 
 namespace relpos {
-
-// Mean, sample standard deviation (n - 1) and n of the finite values; NaN mean for
-// n = 0, NaN std for n < 2.
-struct Stat {
-  double mean = std::numeric_limits<double>::quiet_NaN();
-  double std = std::numeric_limits<double>::quiet_NaN();
-  std::size_t n = 0;
-};
-Stat stat_of(const std::vector<double>& values);
 
 // The longest evaluated length, going up from the training length, before the loss first
 // rises more than 1% above its training-length value (or cannot be computed). length 0
@@ -58,6 +51,9 @@ struct SweepProgress {
   double elapsed_seconds = 0.0;
 };
 std::string progress_line(const SweepProgress& p);
+
+// `text` as one CSV field: quoted (quotes doubled) where it holds a comma, quote or newline.
+std::string csv_field(const std::string& text);
 
 // Writes results.md and results.csv into sweep.out_dir, each atomically.
 void write_ablation_report(const AblationSweep& sweep, const std::vector<VariantResult>& results);

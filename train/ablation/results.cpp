@@ -57,6 +57,7 @@ void write_result(const fs::path& file, const VariantResult& r) {
                             {"peak_rss_bytes", r.peak_rss_bytes},
                             {"peak_tensor_bytes", r.peak_tensor_bytes},
                             {"eval_batches", r.eval_batches},
+                            {"eval_sequences", r.eval_sequences},
                             {"extrapolation", curve},
                             {"notes", r.notes}};
   write_file_atomic(file, j.dump(2) + "\n");
@@ -81,6 +82,7 @@ std::optional<VariantResult> read_result(const fs::path& file) {
     r.peak_rss_bytes = j.at("peak_rss_bytes").get<std::size_t>();
     r.peak_tensor_bytes = j.at("peak_tensor_bytes").get<std::size_t>();
     r.eval_batches = j.at("eval_batches").get<std::int64_t>();
+    r.eval_sequences = j.value("eval_sequences", std::int64_t{0});
     for (const auto& p : j.at("extrapolation"))
       r.extrapolation.push_back({p.at("length").get<std::int64_t>(), number_or_nan(p.at("loss")),
                                  p.at("note").get<std::string>(), number_or_nan(p.at("accuracy")),
@@ -93,10 +95,11 @@ std::optional<VariantResult> read_result(const fs::path& file) {
 }
 
 bool evaluated_with(const VariantResult& r, const std::vector<std::int64_t>& lengths,
-                    std::int64_t batches) {
+                    std::int64_t batches, std::int64_t sequences) {
   std::vector<std::int64_t> done;
   for (const LengthLoss& p : r.extrapolation) done.push_back(p.length);
-  return r.eval_batches == batches && done == lengths;
+  return r.eval_batches == batches && (batches > 0 || r.eval_sequences == sequences) &&
+         done == lengths;
 }
 
 }  // namespace relpos

@@ -36,7 +36,8 @@ struct VariantResult {
   double wall_seconds = 0.0;       // NaN when not measured
   std::size_t peak_rss_bytes = 0;
   std::size_t peak_tensor_bytes = 0;
-  std::int64_t eval_batches = 0;
+  std::int64_t eval_batches = 0;          // batches per length; 0: the whole validation split
+  std::int64_t eval_sequences = 0;        // with eval_batches 0: task sequences per length
   std::vector<LengthLoss> extrapolation;  // ascending lengths, the training length included
   std::vector<std::string> notes;
 };
@@ -51,8 +52,9 @@ double last_val_loss(const std::filesystem::path& dir);
 void write_result(const std::filesystem::path& file, const VariantResult& result);
 std::optional<VariantResult> read_result(const std::filesystem::path& file);
 
-// Whether `result` was evaluated at exactly `lengths` with `batches` batches each.
+// Whether `result` was evaluated at exactly `lengths` with `batches` batches each (0: the
+// whole split, and `sequences` task sequences).
 bool evaluated_with(const VariantResult& result, const std::vector<std::int64_t>& lengths,
-                    std::int64_t batches);
+                    std::int64_t batches, std::int64_t sequences);
 
 }  // namespace relpos

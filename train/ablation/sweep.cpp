@@ -40,7 +40,7 @@ VariantResult training_result(const std::string& name, const RunConfig& config,
   VariantResult r;
   r.name = name;
   r.seed = config.train.seed;
-  r.scheme = config.model.position.scheme;
+  r.scheme = position_label(config.model);
   r.data_source = config.data.source;
   r.train_length = config.data.seq_len;
   r.steps = summary.steps;
@@ -93,7 +93,8 @@ VariantResult train_variant(const std::string& name, const RunConfig& config, st
 // The final model's loss at each length; UsageError at a length (e.g. learned
 // positions beyond max_len) gives NaN and the error as the note.
 std::vector<LengthLoss> extrapolation_curve(const VariantResult& r, const fs::path& dir,
-                                            const std::vector<std::int64_t>& lengths) {
+                                            const std::vector<std::int64_t>& lengths,
+                                            std::ostream& log) {
   const fs::path checkpoint = resolve_checkpoint(dir);
   RunState run = load_run_for_inference(checkpoint);
   require(run.step == r.steps,
@@ -103,7 +104,11 @@ std::vector<LengthLoss> extrapolation_curve(const VariantResult& r, const fs::pa
   std::vector<LengthLoss> curve;
   for (const std::int64_t length : lengths) {
     try {
-      const EvalPoint point = evaluate(*run.model, *run.data, {length}, r.eval_batches)[0];
+      const EvalAmount amount{r.eval_batches, r.eval_sequences};
+      const EvalPoint point =
+          evaluate(*run.model, *run.data, {length}, amount, {}, [&](const EvalProgress& p) {
+            log << fmt::format("{}: {}\n", r.name, progress_text(p)) << std::flush;
+          })[0];
       curve.push_back({length, point.loss, "", point.accuracy, point.exact_match});
     } catch (const UsageError& e) {
       curve.push_back({length, kNaN, e.what()});
@@ -112,8 +117,14 @@ std::vector<LengthLoss> extrapolation_curve(const VariantResult& r, const fs::pa
   return curve;
 }
 
+// Batches per length; 0: the whole validation split (eval_batches: all).
 std::int64_t eval_batches_for(const AblationSweep& sweep, const RunConfig& config) {
+  if (sweep.eval_whole) return 0;
   return sweep.eval_batches > 0 ? sweep.eval_batches : config.train.eval_batches;
+}
+
+std::int64_t eval_sequences_for(const AblationSweep& sweep) {
+  return sweep.eval_whole ? sweep.eval_sequences : 0;
 }
 
 bool finished_training(const RunConfig& config) {
@@ -126,8 +137,8 @@ bool finished_training(const RunConfig& config) {
 std::optional<VariantResult> finished_result(const AblationSweep& sweep, const RunConfig& config) {
   if (!finished_training(config)) return std::nullopt;
   auto previous = read_result(fs::path(config.train.out_dir) / "ablation.json");
-  if (!previous ||
-      !evaluated_with(*previous, lengths_for(sweep, config), eval_batches_for(sweep, config)))
+  if (!previous || !evaluated_with(*previous, lengths_for(sweep, config),
+                                   eval_batches_for(sweep, config), eval_sequences_for(sweep)))
     return std::nullopt;
   return previous;
 }
@@ -141,7 +152,8 @@ VariantResult run_variant(const AblationSweep& sweep, const std::string& variant
   VariantResult result;
   if (finished_training(config)) {
     log << fmt::format("skip {}: finished\n", label);
-    if (previous && evaluated_with(*previous, lengths, eval_batches_for(sweep, config)))
+    if (previous && evaluated_with(*previous, lengths, eval_batches_for(sweep, config),
+                                   eval_sequences_for(sweep)))
       return *previous;
     result = previous ? *previous : training_result(label, config, *read_summary(dir), 0);
   } else {
@@ -149,7 +161,8 @@ VariantResult run_variant(const AblationSweep& sweep, const std::string& variant
   }
   result.name = variant;
   result.eval_batches = eval_batches_for(sweep, config);
-  result.extrapolation = extrapolation_curve(result, dir, lengths);
+  result.eval_sequences = eval_sequences_for(sweep);
+  result.extrapolation = extrapolation_curve(result, dir, lengths, log);
   write_result(dir / "ablation.json", result);
   return result;
 }

@@ -111,9 +111,9 @@ bool valid_variant_name(const std::string& name) {
 // .tmp while it is written. A variant folder of one of these names would collide.
 bool names_a_sweep_output(const std::string& name) {
   static const std::set<std::string> outputs = {
-      "results.md",        "results.csv",  "logs",         "train_loss.png",
-      "train_loss.svg",    "val_loss.png", "val_loss.svg", "extrapolation.png",
-      "extrapolation.svg", "accuracy.png", "accuracy.svg"};
+      "results.md",        "results.csv",       "differences.csv", "logs",
+      "train_loss.png",    "train_loss.svg",    "val_loss.png",    "val_loss.svg",
+      "extrapolation.png", "extrapolation.svg", "accuracy.png",    "accuracy.svg"};
   return outputs.contains(name) || name.ends_with(".tmp");
 }
 
@@ -192,10 +192,10 @@ AblationSweep load_sweep(const fs::path& file) {
   const YAML::Node root = parse_sweep(file);
   require(root.IsMap(), "{}: expected a mapping with out_dir and variants, got {}", sweep.at(root),
           describe_node(root));
-  require_known_keys(
-      root,
-      {"base", "overrides", "out_dir", "eval_lengths", "eval_batches", "seeds", "jobs", "variants"},
-      "", sweep);
+  require_known_keys(root,
+                     {"base", "overrides", "out_dir", "eval_lengths", "eval_batches",
+                      "eval_sequences", "seeds", "jobs", "variants"},
+                     "", sweep);
   AblationSweep s;
   s.file = file;
   s.base = config_files(root["base"], "base", sweep);
@@ -215,8 +215,18 @@ AblationSweep load_sweep(const fs::path& file) {
     s.eval_lengths.erase(std::unique(s.eval_lengths.begin(), s.eval_lengths.end()),
                          s.eval_lengths.end());
   }
-  if (const YAML::Node batches = root["eval_batches"]; batches.IsDefined() && !batches.IsNull())
-    s.eval_batches = integer_at_least(batches, 1, "eval_batches", sweep);
+  if (const YAML::Node batches = root["eval_batches"]; batches.IsDefined() && !batches.IsNull()) {
+    std::int64_t value = 0;
+    if (batches.IsScalar() && batches.Scalar() == "all")
+      s.eval_whole = true;
+    else if (!YAML::convert<std::int64_t>::decode(batches, value) || value < 1)
+      fail("{}: eval_batches: expected an integer >= 1 or all, got {}", sweep.at(batches),
+           describe_node(batches));
+    s.eval_batches = value;
+  }
+  if (const YAML::Node sequences = root["eval_sequences"];
+      sequences.IsDefined() && !sequences.IsNull())
+    s.eval_sequences = integer_at_least(sequences, 1, "eval_sequences", sweep);
   if (const YAML::Node seeds = root["seeds"]; seeds.IsDefined() && !seeds.IsNull()) {
     require(seeds.IsSequence() && seeds.size() > 0,
             "{}: seeds: expected a non-empty list of seeds, e.g. [0, 1, 2], got {}",

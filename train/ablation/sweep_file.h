@@ -24,6 +24,10 @@ struct AblationSweep {
   std::filesystem::path out_dir;           // relative to the current directory
   std::vector<std::int64_t> eval_lengths;  // sorted, unique; each variant adds its training length
   std::int64_t eval_batches = 0;           // batches per length; 0: each run's train.eval_batches
+  // eval_batches: all — the whole validation split of a corpus at every length, and
+  // eval_sequences sequences of a task (EvalAmount in train/evaluate.h).
+  bool eval_whole = false;
+  std::int64_t eval_sequences = 256;
   std::vector<AblationVariant> variants;
   std::vector<std::uint64_t> seeds;  // empty: one run per variant, with its own train.seed
   std::int64_t jobs = 1;             // runs trained at once, each in a child process

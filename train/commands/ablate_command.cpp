@@ -40,7 +40,7 @@ void run(const AblateOptions& o) {
       std::cout << fmt::format(
           "{:<28} scheme {:<10} data {:<20} {} steps -> {} (about {:.3g} "
           "GiB)\n",
-          sweep.run_label(i), configs[i].model.position.scheme, configs[i].data.source,
+          sweep.run_label(i), position_label(configs[i].model), configs[i].data.source,
           configs[i].train.steps, configs[i].train.out_dir,
           estimate_memory(configs[i]).total() / (1024.0 * 1024.0 * 1024.0));
     std::cout << fmt::format("{}: {} variants are valid ({} runs)\n", o.sweep,
@@ -48,8 +48,9 @@ void run(const AblateOptions& o) {
     return;
   }
   run_sweep(sweep, std::cout, std::filesystem::read_symlink("/proc/self/exe"));
-  for (const char* file : {"results.md", "results.csv"})
-    std::cout << "wrote " << (sweep.out_dir / file).string() << "\n";
+  for (const char* file : {"results.md", "results.csv", "differences.csv"})
+    if (file != std::string("differences.csv") || !sweep.seeds.empty())
+      std::cout << "wrote " << (sweep.out_dir / file).string() << "\n";
   run_plot_script({"ablation", sweep.out_dir.string()}, std::cout);
 }
 

@@ -1,10 +1,12 @@
 // `relpos eval CHECKPOINT [--data SOURCE] [--lengths 128,256,...] [--mem-len 0,256,...]
-//  [--knn-size 0,512,...] [--batches N] [--set key.path=value ...] [--json FILE]`
+//  [--knn-size 0,512,...] [--batches N] [--sequences N] [--stride S] [--by-position CSV]
+//  [--set key.path=value ...] [--json FILE]`
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "autograd/error.h"
@@ -15,6 +17,7 @@
 #include "train/evaluate.h"
 #include "train/evaluate_stream.h"
 #include "train/metrics.h"
+#include "train/plot_script.h"
 #include "train/store/atomic_file.h"
 #include "train/store/input_output.h"
 #include "train/trainer.h"
@@ -33,7 +36,10 @@ struct EvalOptions {
   std::vector<std::int64_t> lengths;
   std::vector<std::int64_t> mem_lens;   // non-empty: segment-recurrent evaluation
   std::vector<std::int64_t> knn_sizes;  // kNN memory sizes (implies streams, --mem-len 0)
-  std::int64_t batches = 0;             // 0: the run's train.eval_batches
+  std::int64_t batches = 0;             // 0: the whole validation split
+  std::int64_t sequences = 256;         // a task's sequences per length when batches is 0
+  std::int64_t stride = 0;              // sliding windows (0: non-overlapping)
+  std::string by_position;              // CSV of the loss by position in the window
   std::vector<std::string> overrides;   // --set: changes to the saved config
   std::string json;
 };
@@ -53,27 +59,30 @@ nlohmann::json run_with_memory(const EvalOptions& o, RunState& state,
           "--knn-size: the model has no kNN layer (model.knn_memory.layer: -1)");
   const bool segment_memory =
       std::any_of(o.mem_lens.begin(), o.mem_lens.end(), [](std::int64_t m) { return m > 0; });
-  require(!segment_memory || !find_position_scheme(c.model.position.scheme)->absolute,
+  require(!segment_memory || !find_position_scheme(layer_position(c.model, 0).scheme)->absolute,
           "--mem-len: the model's position scheme '{}' is absolute; memory needs a relative one",
-          c.model.position.scheme);
+          layer_position(c.model, 0).scheme);
   require(c.model.causal, "--mem-len: the model is bidirectional (model.causal: false)");
-  require(!segment_memory || !state.model->position().rotation_depends_on_length(),
+  require(!segment_memory || !state.model->positions_depend_on_length(),
           "--mem-len: model.position.rope_scaling.kind=dynamic_ntk rotates every position by the "
           "sequence length, so earlier segments' hidden states cannot be reused");
   const auto* corpus = dynamic_cast<const CorpusSource*>(state.data.get());
   require(corpus != nullptr, "--mem-len: needs a text corpus as data source, not '{}'",
           c.data.source);
+  // --batches 0: every whole segment of each stream.
+  const std::int64_t segments = batches > 0 ? batches : std::numeric_limits<std::int64_t>::max();
   const auto points =
       evaluate_streams(*state.model, corpus->corpus().validation, lengths, o.mem_lens,
-                       c.data.batch_size, batches, o.knn_sizes, state.data->tokenizer());
-  std::cout << fmt::format("{} streams of the validation text, up to {} segments each\n",
-                           c.data.batch_size, batches);
-  std::cout << fmt::format("{:>8} {:>8} {:>8} {:>10} {:>12} {:>10} {:>10}\n", "length", "memory",
-                           "knn", "loss", "perplexity", "bits/byte", "tokens");
+                       c.data.batch_size, segments, o.knn_sizes, state.data->tokenizer());
+  std::cout << fmt::format("{} streams of the validation text, {} segments each\n",
+                           c.data.batch_size,
+                           batches > 0 ? fmt::format("up to {}", batches) : std::string("all"));
+  std::cout << fmt::format("{:>8} {:>8} {:>8} {:>10} {:>10} {:>12} {:>10}\n", "length", "memory",
+                           "knn", "bits/byte", "loss", "perplexity", "tokens");
   nlohmann::json results = nlohmann::json::array();
   for (const StreamEvalPoint& p : points) {
-    std::cout << fmt::format("{:>8} {:>8} {:>8} {:>10.4f} {:>12.3f} {:>10.4f} {:>10}\n", p.length,
-                             p.mem_len, p.knn_size, p.loss, p.perplexity, p.bits_per_byte,
+    std::cout << fmt::format("{:>8} {:>8} {:>8} {:>10.4f} {:>10.4f} {:>12.3f} {:>10}\n", p.length,
+                             p.mem_len, p.knn_size, p.bits_per_byte, p.loss, p.perplexity,
                              p.tokens);
     results.push_back({{"length", p.length},
                        {"mem_len", p.mem_len},
@@ -98,6 +107,57 @@ std::filesystem::path json_path(const EvalOptions& o, const std::string& data_so
   return json;
 }
 
+// --by-position: length,position,loss,tokens for every position that scored a token, and
+// the figure beside the CSV (tools/plot.py position-loss).
+void write_position_loss(const std::filesystem::path& csv, const std::vector<EvalPoint>& points) {
+  std::string out = "length,position,loss,tokens\n";
+  for (const EvalPoint& p : points)
+    for (std::size_t k = 0; k < p.loss_by_position.size(); ++k)
+      if (p.tokens_by_position[k] > 0)
+        out += fmt::format("{},{},{:.6f},{}\n", p.length, k, p.loss_by_position[k],
+                           p.tokens_by_position[k]);
+  write_file_atomic(csv, out);
+  std::cout << "wrote " << csv.string() << "\n";
+  std::filesystem::path png = csv;
+  png.replace_extension(".png");
+  run_plot_script({"position-loss", csv.string(), png.string()}, std::cout);
+}
+
+// The non-overlapping (or --stride) windows of a corpus, or a task's sequences.
+nlohmann::json run_windows(const EvalOptions& o, RunState& state,
+                           const std::vector<std::int64_t>& lengths, const EvalAmount& amount) {
+  const auto points =
+      evaluate(*state.model, *state.data, lengths, amount, {},
+               [](const EvalProgress& p) { std::cerr << progress_text(p) << "\n"; });
+  std::cout << fmt::format("{:>8} {:>10} {:>10} {:>12} {:>10} {:>10} {:>10} {:>11}\n", "length",
+                           "bits/byte", "loss", "perplexity", "tokens", "sequences", "accuracy",
+                           "exact_match");
+  nlohmann::json results = nlohmann::json::array();
+  for (const EvalPoint& p : points) {
+    std::cout << fmt::format("{:>8} {:>10.4f} {:>10.4f} {:>12.3f} {:>10} {:>10} {:>10} {:>11}\n",
+                             p.length, p.bits_per_byte, p.loss, p.perplexity, p.tokens, p.sequences,
+                             fraction_cell(p.accuracy), fraction_cell(p.exact_match));
+    nlohmann::json point = {{"length", p.length},
+                            {"bits_per_byte", p.bits_per_byte},
+                            {"loss", p.loss},
+                            {"perplexity", p.perplexity},
+                            {"tokens", p.tokens},
+                            {"bytes", p.bytes},
+                            {"sequences", p.sequences},
+                            {"stride", amount.stride > 0 ? amount.stride : p.length},
+                            // null (NaN) where the data has no answer tokens
+                            {"accuracy", p.accuracy},
+                            {"exact_match", p.exact_match}};
+    if (amount.by_position) {
+      point["loss_by_position"] = p.loss_by_position;
+      point["tokens_by_position"] = p.tokens_by_position;
+    }
+    results.push_back(point);
+  }
+  if (amount.by_position) write_position_loss(o.by_position, points);
+  return results;
+}
+
 void run(const EvalOptions& o) {
   require_single_rank("relpos eval");
   for (const std::string& text : o.overrides)
@@ -108,10 +168,29 @@ void run(const EvalOptions& o) {
   if (lengths.empty()) lengths = state.config.eval.lengths;
   if (lengths.empty()) lengths = {state.config.data.seq_len};
   for (std::int64_t l : lengths) require(l >= 2, "--lengths: each length must be >= 2, got {}", l);
-  const std::int64_t batches = o.batches > 0 ? o.batches : state.config.train.eval_batches;
+  const bool streams = !o.mem_lens.empty() || !o.knn_sizes.empty();
+  require(o.sequences >= 1, "--sequences: expected an integer >= 1, got {}", o.sequences);
+  require(o.stride == 0 || !streams,
+          "--stride: sliding windows and --mem-len/--knn-size streams are two protocols; give one");
+  require(
+      o.by_position.empty() || !streams,
+      "--by-position: the loss by position is measured on windows, not with --mem-len/--knn-size");
+  for (std::int64_t l : lengths)
+    require(o.stride <= l, "--stride {}: must be <= every length (here {})", o.stride, l);
+  if (!o.by_position.empty()) {
+    std::vector<InputFile> inputs = checkpoint_inputs(o.checkpoint);
+    inputs.push_back({state.config.data.source, "the data.source file"});
+    require_not_an_input(o.by_position, "--by-position", inputs);
+  }
+  const EvalAmount amount{o.batches, o.sequences, o.stride, !o.by_position.empty()};
   RunConfig asked = state.config;  // the lengths and batches asked for, bounded like the config's
   asked.eval.lengths = lengths;
-  asked.train.eval_batches = batches;
+  asked.train.eval_batches = 1;
+  if (!streams)
+    for (std::int64_t l : lengths)
+      asked.train.eval_batches = std::max(
+          asked.train.eval_batches,
+          o.batches > 0 ? o.batches : state.data->whole_eval_batches(l, o.sequences, o.stride));
   try {
     require_fits_in_memory(asked);
   } catch (const UsageError& e) {
@@ -122,33 +201,18 @@ void run(const EvalOptions& o) {
   nlohmann::json out = {{"checkpoint", o.checkpoint},
                         {"step", state.step},
                         {"data", state.data->describe()},
+                        {"batches", o.batches},
                         {"results", nlohmann::json::array()}};
   for (const ConfigChange& change : state.config_changes) {
     out["changes"][change.key] = {change.before, change.after};
     std::cout << fmt::format("--set {}: {} -> {}\n", change.key, change.before, change.after);
   }
-  if (!o.mem_lens.empty() || !o.knn_sizes.empty()) {
-    EvalOptions streams = o;
-    if (streams.mem_lens.empty()) streams.mem_lens = {0};
-    out["results"] = run_with_memory(streams, state, lengths, batches);
+  if (streams) {
+    EvalOptions with_memory = o;
+    if (with_memory.mem_lens.empty()) with_memory.mem_lens = {0};
+    out["results"] = run_with_memory(with_memory, state, lengths, o.batches);
   } else {
-    const auto points = evaluate(*state.model, *state.data, lengths, batches);
-    std::cout << fmt::format("{:>8} {:>10} {:>12} {:>10} {:>10} {:>10} {:>11}\n", "length", "loss",
-                             "perplexity", "bits/byte", "tokens", "accuracy", "exact_match");
-    for (const EvalPoint& p : points) {
-      std::cout << fmt::format("{:>8} {:>10.4f} {:>12.3f} {:>10.4f} {:>10} {:>10} {:>11}\n",
-                               p.length, p.loss, p.perplexity, p.bits_per_byte, p.tokens,
-                               fraction_cell(p.accuracy), fraction_cell(p.exact_match));
-      out["results"].push_back({{"length", p.length},
-                                {"loss", p.loss},
-                                {"perplexity", p.perplexity},
-                                {"bits_per_byte", p.bits_per_byte},
-                                {"tokens", p.tokens},
-                                {"bytes", p.bytes},
-                                // null (NaN) where the data has no answer tokens
-                                {"accuracy", p.accuracy},
-                                {"exact_match", p.exact_match}});
-    }
+    out["results"] = run_windows(o, state, lengths, amount);
   }
   write_file_atomic(json, out.dump(2) + "\n");
   std::cout << "wrote " << json.string() << "\n";
@@ -174,9 +238,17 @@ void add_eval_command(CLI::App& app) {
                   "(key, value) pairs (0: none)")
       ->delimiter(',');
   cmd->add_option("--batches", options->batches,
-                  "batches per length; with --mem-len, segments per stream (default: "
-                  "train.eval_batches)")
+                  "batches per length; with --mem-len, segments per stream (default 0: the "
+                  "whole validation split, or --sequences task sequences)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--sequences", options->sequences,
+                  "a synthetic task's sequences per length when --batches is 0 (default 256)");
+  cmd->add_option("--stride", options->stride,
+                  "sliding windows on a corpus: a window every S tokens, each token scored once "
+                  "with at least L - S tokens of context (default 0: S = L, non-overlapping)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--by-position", options->by_position,
+                  "write the loss by position in the window to this CSV (and a figure beside it)");
   cmd->add_option("--set", options->overrides,
                   "key.path=value: change a setting of the saved config that is not "
                   "architecture, e.g. model.position.rope_scaling.kind=yarn or "

@@ -1,5 +1,7 @@
 // `relpos positions SCHEME`: prints a scheme's index or bucket matrix over
 // (query i, key j) as an integer grid or as CSV; --png has tools/plot.py draw it as a heatmap.
+// `relpos positions --config FILE...`: each layer of a model's config (per-layer schemes,
+// sliding windows) and the grid of each layer whose scheme has one.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -14,6 +16,7 @@
 #include "autograd/error.h"
 #include "layers/position/registry.h"
 #include "train/commands/commands.h"
+#include "train/config/config.h"
 #include "train/plot_script.h"
 #include "train/store/atomic_file.h"
 #include "train/store/input_output.h"
@@ -23,30 +26,35 @@ namespace {
 
 struct PositionsOptions {
   std::string scheme;
-  PositionConfig config;               // the scheme's keys, from --<key> options
-  std::int64_t q_len = 16, k_len = 0;  // k_len 0: same as q_len
+  std::vector<std::string> config_files, sets;  // --config, --set: a model's layers
+  PositionConfig config;                        // the scheme's keys, from --<key> options
+  std::int64_t q_len = 16, k_len = 0;           // k_len 0: same as q_len
   bool causal = false;
   bool csv = false;
   std::string png;
 };
 
-// The matrix, with std::nullopt for masked (future) entries.
-using Grid = std::vector<std::vector<std::optional<std::int64_t>>>;
+// The matrix as printed, with std::nullopt for masked (future) entries.
+using Grid = std::vector<std::vector<std::optional<std::string>>>;
 
 // Future keys are masked when asked, and always for causal-only schemes.
 bool masked(const PositionsOptions& o, const PositionSchemeEntry& entry) {
   return o.causal || entry.causal_only;
 }
 
-Grid index_matrix(const PositionsOptions& o, const PositionSchemeEntry& entry) {
+// `window` > 0 also masks the keys at distance >= window (a layer's sliding window).
+Grid index_matrix(const PositionsOptions& o, const PositionSchemeEntry& entry,
+                  std::int64_t window = 0) {
   const std::int64_t lq = o.q_len, lk = o.k_len;
-  Grid grid(static_cast<std::size_t>(lq), std::vector<std::optional<std::int64_t>>(lk));
+  Grid grid(static_cast<std::size_t>(lq), std::vector<std::optional<std::string>>(lk));
   for (std::int64_t i = 0; i < lq; ++i) {
     const std::int64_t qpos = lk - lq + i;  // queries are the last q_len positions
     for (std::int64_t j = 0; j < lk; ++j) {
       const std::int64_t rel = j - qpos;
-      if (masked(o, entry) && rel > 0) continue;
-      grid[i][j] = entry.table_index(o.config, rel);
+      if ((masked(o, entry) && rel > 0) || (window > 0 && -rel >= window)) continue;
+      grid[i][j] = entry.table_index
+                       ? std::to_string(entry.table_index(o.config, rel))
+                       : fmt::format("{:.3f}", entry.table_value(o.config, qpos, rel));
     }
   }
   return grid;
@@ -57,7 +65,7 @@ void print_grid(const Grid& grid, const PositionsOptions& o, const std::string& 
   std::size_t width = 1;
   for (const auto& row : grid)
     for (const auto& v : row)
-      if (v) width = std::max(width, std::to_string(*v).size());
+      if (v) width = std::max(width, v->size());
   width = std::max(width, std::to_string(o.k_len - 1).size());
   const std::size_t label = std::max<std::size_t>(std::to_string(o.q_len - 1).size(), 3);
   std::cout << caption << ", q_len " << o.q_len << ", k_len " << o.k_len
@@ -70,7 +78,7 @@ void print_grid(const Grid& grid, const PositionsOptions& o, const std::string& 
   for (std::size_t i = 0; i < grid.size(); ++i) {
     std::cout << fmt::format("{:>{}} |", i, label);
     for (const auto& v : grid[i])
-      std::cout << fmt::format(" {:>{}}", v ? std::to_string(*v) : std::string("."), width);
+      std::cout << fmt::format(" {:>{}}", v ? *v : std::string("."), width);
     std::cout << "\n";
   }
 }
@@ -81,7 +89,10 @@ std::string grid_csv(const Grid& grid, const PositionsOptions& o) {
   out += "\n";
   for (std::size_t i = 0; i < grid.size(); ++i) {
     out += std::to_string(i);
-    for (const auto& v : grid[i]) out += v ? fmt::format(",{}", *v) : std::string(",");
+    for (const auto& v : grid[i]) {
+      out += ',';
+      if (v) out += *v;
+    }
     out += "\n";
   }
   return out;
@@ -101,9 +112,54 @@ void write_heatmap(const Grid& grid, const PositionsOptions& o, const std::strin
                   std::cerr);
 }
 
+// The keys of `p` that differ from their defaults, e.g. " (num_buckets=8)".
+std::string changed_keys(const PositionConfig& p) {
+  const PositionConfig defaults;
+  std::vector<std::string> keys;
+  for (const PositionKey& k : position_keys()) {
+    if (p.at(k.key.name) == defaults.at(k.key.name)) continue;
+    keys.push_back(
+        k.key.name + "=" +
+        std::visit([](const auto& v) { return fmt::format("{}", v); }, p.at(k.key.name)));
+  }
+  return keys.empty() ? "" : fmt::format(" ({})", fmt::join(keys, ", "));
+}
+
+// Each layer of the config: its scheme, changed keys and window, then its grid.
+void show_layers(PositionsOptions o) {
+  require(o.scheme.empty(), "relpos positions: give a SCHEME or --config, not both");
+  require(!o.csv && o.png.empty(), "--csv and --png show one scheme's grid; not with --config");
+  const RunConfig c = load_config(o.config_files, o.sets);
+  const ModelConfig& m = c.model;
+  o.causal = m.causal;
+  for (std::int64_t l = 0; l < m.n_layers; ++l) {
+    const PositionConfig& p = layer_position(m, l);
+    const std::int64_t window = layer_window(m, l);
+    std::cout << fmt::format("layer {}: {}{}, {}\n", l, p.scheme, changed_keys(p),
+                             window > 0 ? fmt::format("causal sliding window of {}", window)
+                                        : std::string("every earlier position"));
+  }
+  for (std::int64_t l = 0; l < m.n_layers; ++l) {
+    const PositionConfig& p = layer_position(m, l);
+    const PositionSchemeEntry& entry = *find_position_scheme(p.scheme);
+    const std::int64_t window = layer_window(m, l);
+    if (!entry.table_index && window == 0) continue;
+    o.config = p;
+    std::cout << "\nlayer " << l << ": ";
+    const std::string caption =
+        entry.caption ? entry.caption(p) : p.scheme + ": relative position j - i";
+    const PositionSchemeEntry* shown = entry.table_index ? &entry : find_position_scheme("none");
+    print_grid(index_matrix(o, *shown, window), o,
+               caption + (window > 0 ? fmt::format(", window {} ('.' also outside)", window) : ""),
+               true);
+  }
+}
+
 void run(const PositionsOptions& given) {
   PositionsOptions o = given;
   if (o.k_len == 0) o.k_len = o.q_len;
+  if (!o.config_files.empty()) return show_layers(o);
+  require(!o.scheme.empty(), "relpos positions: give a SCHEME or --config FILE");
   require(o.q_len >= 1, "--q-len must be >= 1, got {}", o.q_len);
   require(o.k_len >= o.q_len,
           "--k-len ({}) must be >= --q-len ({}): queries are the last positions", o.k_len, o.q_len);
@@ -125,11 +181,11 @@ void run(const PositionsOptions& given) {
   if (!o.png.empty()) write_heatmap(grid, o, caption);
 }
 
-// The schemes with a per-distance table.
+// The schemes with a per-distance table or a per-(query, key) input.
 std::vector<std::string> indexed_schemes() {
   std::vector<std::string> names;
   for (const PositionSchemeEntry& entry : position_schemes())
-    if (entry.table_index) names.push_back(entry.name);
+    if (entry.table_index || entry.table_value) names.push_back(entry.name);
   return names;
 }
 
@@ -164,8 +220,11 @@ void add_positions_command(CLI::App& app) {
   cmd->add_option(
          "scheme", options->scheme,
          fmt::format("{} (none: the relative position j - i)", fmt::join(indexed_schemes(), ", ")))
-      ->required()
       ->check(CLI::IsMember(indexed_schemes()));
+  cmd->add_option("--config", options->config_files,
+                  "instead of SCHEME: a model's config file(s); shows each layer's scheme and "
+                  "window, and its grid");
+  cmd->add_option("--set", options->sets, "with --config: key.path=value overrides");
   cmd->add_option("--q-len", options->q_len, "number of queries (the last positions)")
       ->capture_default_str();
   cmd->add_option("--k-len", options->k_len, "number of keys (default: q-len)");

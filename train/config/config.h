@@ -21,6 +21,9 @@ struct OptimConfig {
   bool nesterov = false;      // sgd
   double grad_clip = 1.0;     // global L2 norm; 0 disables
   std::int64_t grad_accum = 1;
+  // The learning rate of the position parameters (is_position_parameter in
+  // layers/transformer.h) is lr × this; 0 freezes them at their initial values.
+  double position_lr_scale = 1.0;
 };
 
 struct ScheduleConfig {

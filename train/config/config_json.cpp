@@ -34,6 +34,18 @@ nlohmann::json config_to_json(const RunConfig& config) {
   RunConfig copy = config;  // the schema's accessors take a mutable config
   nlohmann::json out = nlohmann::json::object();
   for (const ConfigKey& key : config_schema()) out[pointer_of(key.path)] = value_of(key, copy);
+  if (config.model.layer_positions.empty()) return out;
+  // Per-layer schemes: model.position is a list of per-layer objects.
+  nlohmann::json layers = nlohmann::json::array();
+  for (const PositionConfig& p : config.model.layer_positions) {
+    copy.model.position = p;
+    nlohmann::json entry = nlohmann::json::object();
+    for (const ConfigKey& key : config_schema())
+      if (key.path.starts_with("model.position."))
+        entry[pointer_of(key.path.substr(15))] = value_of(key, copy);
+    layers.push_back(std::move(entry));
+  }
+  out["model"]["position"] = std::move(layers);
   return out;
 }
 

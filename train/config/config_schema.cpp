@@ -58,6 +58,11 @@ std::vector<ConfigKey> model_keys() {
        "attention kernel: flash (tiled, no L x L; CPU), fused (L x L scores, one softmax "
        "kernel) or composed of primitive ops (slowest; the reference)",
        [](RunConfig& c) -> F { return &c.model.attention_path; }},
+      {"model.attention_window",
+       {},
+       "causal sliding-window attention: query i sees keys i - W < j <= i. []: none; [W]: every "
+       "layer; or one W per layer (0: that layer sees every earlier position)",
+       [](RunConfig& c) -> F { return &c.model.attention_window; }},
       {"model.attention_chunk.size",
        {},
        "chunked streaming attention (docs/streaming.md), bidirectional models only: positions "
@@ -193,6 +198,11 @@ std::vector<ConfigKey> run_keys() {
        {},
        "clip the global L2 norm of the gradients to this; 0: no clipping",
        [](RunConfig& c) -> F { return &c.optim.grad_clip; }},
+      {"optim.position_lr_scale",
+       {},
+       "the position parameters' learning rate is lr times this (docs/config.md lists them); 0 "
+       "freezes them",
+       [](RunConfig& c) -> F { return &c.optim.position_lr_scale; }},
       {"optim.grad_accum",
        {},
        "micro-batches per step; their gradients are averaged",

@@ -3,6 +3,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "autograd/error.h"
 #include "data/masking.h"
@@ -54,6 +55,23 @@ void validate_attention_chunk(const ModelConfig& m) {
           c.size);
 }
 
+// model.attention_window: [], [W] or one W per layer; a window is causal.
+void validate_attention_window(const ModelConfig& m) {
+  const auto& w = m.attention_window;
+  require(w.size() <= 1 || static_cast<std::int64_t>(w.size()) == m.n_layers,
+          "model.attention_window: a list of {} entries, expected [] (none), [W] (every layer) or "
+          "one per layer (model.n_layers={})",
+          w.size(), m.n_layers);
+  for (std::size_t l = 0; l < w.size(); ++l) {
+    require(w[l] >= 0 && w[l] <= (std::int64_t{1} << 24),
+            "model.attention_window[{}] must be in [0, 2^24] (0: no window), got {}", l, w[l]);
+    require(w[l] == 0 || m.causal,
+            "model.attention_window[{}]={}: a sliding window needs model.causal=true (a "
+            "bidirectional model uses model.attention_chunk instead)",
+            l, w[l]);
+  }
+}
+
 void validate_model(const ModelConfig& m) {
   require_at_least(m.vocab, 1, "model.vocab");
   require_at_least(m.d_model, 1, "model.d_model");
@@ -71,6 +89,7 @@ void validate_model(const ModelConfig& m) {
           "model.causal)",
           m.vocab, kMaskToken, kMaskedVocabSize);
   validate_attention_chunk(m);
+  validate_attention_window(m);
 }
 
 // model.knn_memory: checked whether or not a layer is chosen (the sizes have defaults).
@@ -94,11 +113,33 @@ void validate_position_sizes(const PositionConfig& p) {
 }
 
 // The settings of the chosen scheme only: the others are unused.
+void validate_scheme(const PositionConfig& p, const RunConfig& config) {
+  validate_position_sizes(p);
+  const PositionSchemeEntry* entry = find_position_scheme(p.scheme);
+  if (entry->validate)
+    entry->validate(p, {model_dims(config.model), config.data.seq_len, config.eval.lengths});
+}
+
+// Every layer's scheme; a per-layer list (model.position as a list) has one entry per
+// layer and no absolute scheme (its term is added to the embeddings, before any layer).
 void validate_position(const RunConfig& config) {
   const ModelConfig& m = config.model;
-  const PositionSchemeEntry* entry = find_position_scheme(m.position.scheme);
-  if (entry->validate)
-    entry->validate(m.position, {model_dims(m), config.data.seq_len, config.eval.lengths});
+  if (m.layer_positions.empty()) return validate_scheme(m.position, config);
+  require(static_cast<std::int64_t>(m.layer_positions.size()) == m.n_layers,
+          "model.position: a list of {} entries, expected one per layer (model.n_layers={})",
+          m.layer_positions.size(), m.n_layers);
+  for (std::size_t l = 0; l < m.layer_positions.size(); ++l) {
+    const PositionConfig& p = m.layer_positions[l];
+    require(!find_position_scheme(p.scheme)->absolute,
+            "model.position[{}]: the scheme '{}' adds its term to the token embeddings, before "
+            "any layer, so it cannot be chosen per layer",
+            l, p.scheme);
+    try {
+      validate_scheme(p, config);
+    } catch (const UsageError& e) {
+      fail("model.position[{}]: {}", l, e.what());
+    }
+  }
 }
 
 void validate_data(const DataConfig& d) {
@@ -153,6 +194,8 @@ void validate_optim(const OptimConfig& o, const ScheduleConfig& s, std::int64_t 
   require(o.beta2 >= 0.0 && o.beta2 < 1.0, "optim.beta2 must be in [0, 1), got {}", o.beta2);
   require(o.eps > 0.0, "optim.eps must be > 0, got {}", o.eps);
   require(o.weight_decay >= 0.0, "optim.weight_decay must be >= 0, got {}", o.weight_decay);
+  require(std::isfinite(o.position_lr_scale) && o.position_lr_scale >= 0.0,
+          "optim.position_lr_scale must be finite and >= 0, got {}", o.position_lr_scale);
   require(o.momentum >= 0.0 && o.momentum < 1.0, "optim.momentum must be in [0, 1), got {}",
           o.momentum);
   require(o.grad_clip >= 0.0, "optim.grad_clip must be >= 0 (0 disables clipping), got {}",
@@ -188,7 +231,7 @@ void validate(const RunConfig& config) {
   validate_choices(config);
   validate_model(config.model);
   validate_knn_memory(config.model);
-  validate_position_sizes(config.model.position);
+  if (config.model.layer_positions.empty()) validate_position_sizes(config.model.position);
   validate_data(config.data);
   validate_tokenizer(config);
   validate_training(config.train, config.eval);
@@ -201,17 +244,20 @@ void validate(const RunConfig& config) {
 
 void validate_recurrence(const RunConfig& c) {
   if (c.train.mem_len == 0) return;
-  require(!find_position_scheme(c.model.position.scheme)->absolute,
-          "train.mem_len={} needs a relative model.position.scheme (xl, t5, shaw, alibi, rope, "
-          "kerple or none), not the absolute '{}'",
-          c.train.mem_len, c.model.position.scheme);
+  for (std::int64_t l = 0; l < c.model.n_layers; ++l) {
+    const PositionConfig& p = layer_position(c.model, l);
+    require(!find_position_scheme(p.scheme)->absolute,
+            "train.mem_len={} needs a relative model.position.scheme (xl, t5, shaw, alibi, rope, "
+            "kerple or none), not the absolute '{}'",
+            c.train.mem_len, p.scheme);
+    // Randomized positions are drawn anew each step, so they would not line up with the
+    // remembered segment's.
+    require(p.get<std::int64_t>("randomized_max_len") == 0,
+            "train.mem_len={} cannot be used with model.position.randomized_max_len (positions "
+            "drawn anew each step do not line up with the remembered segment)",
+            c.train.mem_len);
+  }
   require(c.model.causal, "train.mem_len={} needs model.causal: true", c.train.mem_len);
-  // Randomized positions are drawn anew each step, so they would not line up with the
-  // remembered segment's.
-  require(c.model.position.get<std::int64_t>("randomized_max_len") == 0,
-          "train.mem_len={} cannot be used with model.position.randomized_max_len (positions "
-          "drawn anew each step do not line up with the remembered segment)",
-          c.train.mem_len);
   require(!task_from_name(c.data.source),
           "train.mem_len={} needs a text corpus as data.source, not the synthetic task '{}'",
           c.train.mem_len, c.data.source);

@@ -28,10 +28,21 @@ double d(std::int64_t value) { return static_cast<double>(value); }
 
 // The chosen scheme's table-sizing keys (registry.h, size_keys) with their values.
 std::vector<std::pair<std::string, std::int64_t>> position_sizes(const ModelConfig& m) {
+  // Each key's largest value over the layers' schemes (per-layer lists may differ).
   std::vector<std::pair<std::string, std::int64_t>> sizes;
-  if (const PositionSchemeEntry* entry = find_position_scheme(m.position.scheme)) {
-    for (const auto& [key, limit] : entry->size_keys)
-      sizes.emplace_back(key, m.position.get<std::int64_t>(key));
+  for (std::int64_t l = 0; l < std::max<std::int64_t>(1, m.n_layers); ++l) {
+    const PositionConfig& p =
+        m.layer_positions.empty() ? m.position : layer_position(m, std::min(l, m.n_layers - 1));
+    const PositionSchemeEntry* entry = find_position_scheme(p.scheme);
+    if (!entry) continue;
+    for (const auto& [key, limit] : entry->size_keys) {
+      const std::int64_t value = p.get<std::int64_t>(key);
+      auto it = std::find_if(sizes.begin(), sizes.end(), [&](auto& s) { return s.first == key; });
+      if (it == sizes.end())
+        sizes.emplace_back(key, value);
+      else
+        it->second = std::max(it->second, value);
+    }
   }
   return sizes;
 }

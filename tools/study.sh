@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The results study of docs/results/study.md, one part per call:
+#   tools/study.sh PART [RELPOS]        (RELPOS: build/train/relpos)
+# PART is a sweep file configs/study/PART.yaml (pilot, text, ...; docs/results/study.md
+# lists them with their measured times). A part is `relpos ablate` on that file, so it
+# resumes after an interruption: finished runs are skipped, an interrupted one continues
+# from its last checkpoint, and the evaluation is reused when its settings are unchanged.
+# When the part finishes, its report and figures (results.md, results.csv,
+# differences.csv, *.png, *.svg) are copied from runs/study/PART to
+# docs/results/study/PART, with the command, the machine and the wall time in RUN.md,
+# ready to be committed.
+set -euo pipefail
+if [ $# -lt 1 ] || [ $# -gt 2 ]; then
+  echo "usage: tools/study.sh PART [RELPOS]" >&2
+  exit 2
+fi
+part=$1
+relpos=${2:-build/train/relpos}
+sweep=configs/study/$part.yaml
+if [[ ! $part =~ ^[a-z0-9_-]+$ ]] || [ ! -f "$sweep" ]; then
+  parts=$(cd configs/study && ls -- *.yaml | grep -v '^small_model\|^large_model' | sed 's/\.yaml$//' | paste -sd ' ')
+  echo "tools/study.sh: no part '$part' (expected one of: $parts)" >&2
+  exit 2
+fi
+if [ ! -x "$relpos" ]; then
+  echo "tools/study.sh: '$relpos' is not an executable (build it: cmake --build build --target relpos_cli)" >&2
+  exit 2
+fi
+out=runs/study/$part
+dest=docs/results/study/$part
+start=$(date +%s)
+"$relpos" ablate "$sweep"
+seconds=$(($(date +%s) - start))
+
+mkdir -p "$dest"
+shopt -s nullglob
+for file in "$out"/results.md "$out"/results.csv "$out"/differences.csv "$out"/*.png "$out"/*.svg; do
+  [ -e "$file" ] || continue  # differences.csv: only with seeds
+  cp -- "$file" "$dest/$(basename "$file").tmp"
+  mv -- "$dest/$(basename "$file").tmp" "$dest/$(basename "$file")"
+done
+cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -n 1)
+{
+  echo "# Study part $part"
+  echo
+  echo "Command: \`tools/study.sh $part\` (\`relpos ablate $sweep\`), from the repository root."
+  echo "Finished $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) cores of $cpu; this call took"
+  echo "$seconds s of wall time (runs that an earlier call finished are not counted again)."
+  echo "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)."
+  # A task's out-of-distribution results count only where it learned the task in
+  # distribution: exact match >= 0.95 at its training length.
+  python3 - "$out/results.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+short = []
+for r in rows:
+    key = f"exact_match_at_{r['train_length']}"
+    if r.get(key, "nan") not in ("", "nan") and float(r[key]) < 0.95:
+        short.append(f"{r['variant']} ({float(r[key]):.3f})")
+if short:
+    print()
+    print("In-distribution exact match below 0.95, so their longer lengths are not to be")
+    print("reported: " + ", ".join(short) + ".")
+PY
+} > "$dest/RUN.md.tmp"
+mv -- "$dest/RUN.md.tmp" "$dest/RUN.md"
+echo "copied the report and figures to $dest (commit them)"
