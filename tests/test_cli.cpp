@@ -403,3 +403,40 @@ TEST_CASE("cli: a kNN memory run trains, evaluates by memory size, and refuses b
   require_one_line_error(box.run("eval " + plain + "/checkpoints/ckpt_00000002.h5 --knn-size 8"),
                          {"--knn-size: the model has no kNN layer"});
 }
+
+TEST_CASE(
+    "cli: eval reads the whole split, slides windows with --stride and writes the loss by "
+    "position",
+    "[cli][eval][slow]") {
+  Sandbox box;
+  const auto tiny = box.write("tiny.yaml", kTiny);
+  const std::string out = (box.path() / "run").string();
+  REQUIRE(box.run("train " + tiny.string() + " train.out_dir=" + out).exit_code == 0);
+  const std::string ckpt = out + "/checkpoints/ckpt_00000002.h5";
+  const std::string csv = (box.path() / "by_position.csv").string();
+  const std::string json = (box.path() / "eval.json").string();
+  Result r = box.run("eval " + ckpt + " --lengths 16,32 --stride 8 --by-position " + csv +
+                     " --json " + json);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("length  bits/byte") != std::string::npos);  // bits/byte first
+  CHECK(r.err.find("eval at 32: ") != std::string::npos);       // a progress line
+  const auto parsed = nlohmann::json::parse(slurp(json));
+  const std::int64_t validation = 206892;  // the bundled corpus's validation bytes
+  for (const auto& point : parsed["results"]) {
+    const auto length = point["length"].get<std::int64_t>();
+    INFO("length " << length);
+    CHECK(point["stride"].get<std::int64_t>() == 8);
+    // Every window of the whole split: tokens 1 ... L + (K - 1) S, once each.
+    const std::int64_t windows = (validation - 1 - length) / 8 + 1;
+    CHECK(point["sequences"].get<std::int64_t>() == windows);
+    CHECK(point["tokens"].get<std::int64_t>() == length + (windows - 1) * 8);
+    CHECK(point["loss_by_position"].size() == static_cast<std::size_t>(length));
+  }
+  const std::string rows = slurp(csv);
+  CHECK(rows.rfind("length,position,loss,tokens\n16,0,", 0) == 0);
+  require_one_line_error(box.run("eval " + ckpt + " --lengths 16,32 --stride 20"),
+                         {"--stride 20", "<= every length"});
+  require_one_line_error(box.run("eval " + ckpt + " --data copy --stride 8"),
+                         {"synthetic task", "sliding windows need a text corpus"});
+}

@@ -107,11 +107,7 @@ void require_same(const RunConfig& a, const RunConfig& b) {
 }
 
 // require_same compares this many keys; a new key must be added there too.
-<<<<<<< HEAD
-constexpr std::size_t kComparedKeys = 80;
-=======
-constexpr std::size_t kComparedKeys = 82;
->>>>>>> fire
+constexpr std::size_t kComparedKeys = 83;
 
 // Every key set to a value other than its default (and valid together).
 const char* const kEveryKeyYaml = R"(model:

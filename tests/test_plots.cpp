@@ -2,6 +2,7 @@
 // and SVG, rejects bad input in one line, and relpos ablate / positions --png
 // print the command to run later when it cannot run. Tests that need matplotlib
 // report "SKIPPED:" (ctest: Skipped) without it.
+#include <fmt/format.h>
 #include <sys/wait.h>
 
 #include <catch2/catch.hpp>
@@ -234,6 +235,34 @@ TEST_CASE("plot.py: bad input is one line on stderr and exit code 2", "[plot]") 
   box.write("knn.csv", "model,memory_size,loss\nknn,64,two\n");
   require_error("knn-memory " + dir + "/knn.csv " + dir + "/knn.png",
                 "knn.csv:2: loss: expected a number, got 'two'");
+  box.write("pos.csv", "length,position,loss\n");
+  require_error("position-loss " + dir + "/pos.csv " + dir + "/pos.png",
+                "expected the header length,position,loss,tokens");
+  box.write("pos.csv", "length,position,loss,tokens\n64,0,x,1\n");
+  require_error("position-loss " + dir + "/pos.csv " + dir + "/pos.png",
+                "pos.csv:2: expected a number, got 'x'");
+  require_no_tmp_files(box.path());
+}
+
+TEST_CASE("plot.py draws the loss by position in the window (relpos eval --by-position)",
+          "[plot][slow]") {
+  if (!has_matplotlib()) {
+    WARN("SKIPPED: matplotlib is not installed for /usr/bin/python3 (python3-matplotlib)");
+    return;
+  }
+  TempDir box("plot_positions");
+  // Length 8 under --stride 4: positions 0-3 scored once (the first window), 4-7 often.
+  std::string csv = "length,position,loss,tokens\n";
+  for (int p = 0; p < 8; ++p) csv += fmt::format("8,{},{},{}\n", p, 2.0 - 0.1 * p, p < 4 ? 1 : 500);
+  box.write("pos.csv", csv);
+  const Result r = run(box, kPlot + " position-loss " + (box.path() / "pos.csv").string() + " " +
+                                (box.path() / "pos.png").string() + " --title 'by position'");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  require_figure(box.path() / "pos");
+  const std::string svg = slurp(box.path() / "pos.svg");
+  CHECK(contains(svg, "by position"));
+  CHECK(contains(svg, "length 8"));
   require_no_tmp_files(box.path());
 }
 

@@ -80,14 +80,10 @@ def forward(scheme, cfg, q, k, v, params):
         return ps.attn_rope(q, k, v, causal, cfg["base"], rope_scaling(cfg), window)
     if scheme == "kerple":
         return ps.attn_kerple(q, k, v, params["layers.0.log_r1"], params["layers.0.log_r2"],
-<<<<<<< HEAD
                               causal, window)
-=======
-                              causal)
     if scheme == "fire":
         p = [params["layers.0." + n] for n in ("w1", "b1", "w2", "log_c", "log_threshold_scale")]
         return ps.attn_fire(q, k, v, *p, cfg["fire_threshold"], causal)
->>>>>>> fire
     raise ValueError("unknown scheme %r" % scheme)
 
 
@@ -201,7 +197,6 @@ CASES = [
     _case("kerple", "kerple_bidir", 12, 12, 4, False),
     _case("kerple", "kerple_causal_mem", 5, 13, 4, True, H=4),
 
-<<<<<<< HEAD
     # Causal sliding windows (model.attention_window): query i sees keys qpos(i) - W < j.
     _case("none", "none_causal_window4", 16, 16, 8, True, window=4),
     _case("none", "none_causal_mem_window1", 5, 13, 8, True, window=1),
@@ -211,12 +206,10 @@ CASES = [
     _case("alibi", "alibi_causal_window6", 16, 16, 4, True, window=6),
     _case("rope", "rope_causal_mem_window4", 5, 13, 8, True, base=10000.0, window=4),
     _case("kerple", "kerple_causal_window3", 14, 14, 4, True, window=3),
-=======
     # Thresholds inside the queries' positions: rows on both sides of max(i, L).
     _case("fire", "fire_causal", 14, 14, 4, True, fire_hidden=6, fire_c=0.1, fire_threshold=5.0),
     _case("fire", "fire_causal_mem", 5, 13, 4, True, H=4, fire_hidden=4, fire_c=0.1,
           fire_threshold=10.0),
->>>>>>> fire
 ]
 
 
