@@ -128,8 +128,8 @@ std::size_t check_against_composed(const AttentionSweep& sweep) {
             const bool zero = largest_difference(reference[i], Tensor::zeros(reference[i].shape(),
                                                                              DType::f64)) == 0.0;
             const double difference = largest_difference(got[i], reference[i]);
-            const double error = zero || difference == 0 ? difference
-                                                         : relative_error(got[i], reference[i]);
+            const double error =
+                zero || difference == 0 ? difference : relative_error(got[i], reference[i]);
             CHECK(error <= (i <= 3 ? p.tolerance : p.table_tolerance) * conditioning(s, i));
             if (i == 0 && p.output_error_above > 0) CHECK(error > p.output_error_above);
           }
