@@ -214,6 +214,12 @@ class PositionScheme(torch.nn.Module):
             self.layers = torch.nn.ModuleList(torch.nn.Module() for _ in range(n_layers))
             for layer in self.layers:
                 layer.log_r1, layer.log_r2 = table((h,)), table((h,))
+        elif s == "fire":
+            self.layers = torch.nn.ModuleList(torch.nn.Module() for _ in range(n_layers))
+            hidden = cfg["fire_hidden"]
+            for layer in self.layers:
+                layer.w1, layer.b1, layer.w2 = table((hidden,)), table((hidden,)), table((h, hidden))
+                layer.log_c, layer.log_threshold_scale = table((1,)), table((1,))
         elif s not in ("none", "sinusoidal", "alibi", "rope"):
             raise ExportError(f"model.position.scheme '{s}' is unknown to this twin")
 
@@ -259,6 +265,15 @@ class PositionScheme(torch.nn.Module):
             p = self._layer(layer)
             r1, r2 = p.log_r1.exp()[:, None, None], p.log_r2.exp()[:, None, None]  # (H, 1, 1)
             return q @ k.transpose(-1, -2) * scale - r1 * torch.log1p(r2 * rel.abs().to(q.dtype))
+        if s == "fire":  # f(log(1 + c d) / log(1 + c max(i, L_thr))), an MLP 1 -> hidden -> H
+            p = self._layer(layer)
+            c = p.log_c.exp()
+            threshold = cfg["fire_threshold"] * p.log_threshold_scale.exp()
+            dist = (-rel).clamp(min=0).to(q.dtype)  # (Lq, Lk); the masked part is not used
+            qpos = (-rel[:, :1]).to(q.dtype)  # (Lq, 1): the query's position (key 0 at 0)
+            x = torch.log1p(c * dist) / torch.log1p(c * torch.maximum(qpos, threshold))
+            bias = (torch.relu(x[..., None] * p.w1 + p.b1) @ p.w2.transpose(0, 1)).permute(2, 0, 1)
+            return q @ k.transpose(-1, -2) * scale + bias
         if s == "shaw" and cfg["shaw_keys"]:
             keys = self._layer(layer).keys  # (2k+1, D) or (H, 2k+1, D)
             idx = rel.clamp(-cfg["max_relative"], cfg["max_relative"]) + cfg["max_relative"]
