@@ -11,11 +11,11 @@ summary="$out/summary.txt"
 say() { echo "$*" | tee -a "$summary"; }
 : >"$summary"
 nvidia-smi -L 2>&1 | tee -a "$summary"
-timeout 240 "$run" bin/relpos_cuda_tests >"$out/cuda_tests.log" 2>&1
+timeout 200 "$run" bin/relpos_cuda_tests >"$out/cuda_tests.log" 2>&1
 say "relpos_cuda_tests: exit $? ($(grep -E '^(All tests passed|test cases:)' "$out/cuda_tests.log" | tail -1))"
 for device in cuda cpu; do
   start=$(date +%s)
-  timeout 150 "$run" bin/relpos train configs/quickstart.yaml train.steps=300 train.eval_every=100 \
+  timeout 120 "$run" bin/relpos train configs/quickstart.yaml train.steps=300 train.eval_every=100 \
     train.device="$device" train.out_dir="/tmp/gpu_check_$device" >"$out/quickstart_$device.log" 2>&1
   status=$?
   say "quickstart on $device: exit $status, $(($(date +%s) - start)) s," \
