@@ -8,6 +8,8 @@ set -uo pipefail
 out=${OUT:?OUT must name the folder for the logs}
 run=gpu-bundle/run.sh
 summary="$out/summary.txt"
+# The executables were built in another checkout: the data and the tests' sources are here.
+export RELPOS_SOURCE_DIR=$PWD RELPOS_DATA_DIR=$PWD/data
 say() { echo "$*" | tee -a "$summary"; }
 : >"$summary"
 nvidia-smi -L 2>&1 | tee -a "$summary"

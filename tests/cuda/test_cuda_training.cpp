@@ -121,8 +121,8 @@ TEST_CASE("train.device=cuda puts parameters and optimizer state on the GPU", "[
     REQUIRE(p.tensor.device() == Device::cuda);
   }
   const auto state = run.optimizer->state();
-  REQUIRE(state.at("embed.table/exp_avg").device() == Device::cuda);
-  REQUIRE(state.at("embed.table/step").device() == Device::cpu);
+  REQUIRE(state.at("embed.weight/exp_avg").device() == Device::cuda);
+  REQUIRE(state.at("step").device() == Device::cpu);
   REQUIRE_THROWS_WITH(build_run(tiny_config(dir.path(), "cuda", {"optim.name=sgd"})),
                       "optimizer 'sgd': the sgd_update kernel is not supported on cuda");
 }
