@@ -17,21 +17,11 @@
 #include "tests/test_files.h"
 
 using namespace relpos;
+using testing::pseudo_random_text;
 using testing::same_batches;
 using testing::TempDir;
 
 namespace {
-
-// `size` bytes of a fixed pseudo-random text, so that windows are recognisable.
-std::string sample_text(std::size_t size) {
-  std::string text(size, ' ');
-  std::uint64_t x = 12345;
-  for (auto& c : text) {
-    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-    c = static_cast<char>('a' + (x >> 59) % 26);
-  }
-  return text;
-}
 
 std::vector<std::int64_t> row_of(const Tensor& t, std::int64_t row) {
   const std::int64_t* p = t.data<std::int64_t>() + row * t.size(1);
@@ -76,7 +66,7 @@ TEST_CASE("byte tokenizer round-trips every byte", "[data]") {
 }
 
 TEST_CASE("corpus split: the last val_fraction of the bytes is validation", "[data]") {
-  const std::string text = sample_text(1000);
+  const std::string text = pseudo_random_text(1000, 12345);
   const TempDir dir("data");
   const std::string file = dir.write("corpus.txt", text).string();
   const Corpus corpus = load_corpus(file, 0.1);
@@ -141,7 +131,7 @@ TEST_CASE("corpus errors name the file, the split and what is needed", "[data]")
   REQUIRE_THROWS_WITH(load_corpus(empty, 0.1), Catch::Contains("'" + empty + "' is empty"));
 
   // 90 train + 10 validation bytes.
-  const std::string small = dir.write("small.txt", sample_text(100)).string();
+  const std::string small = dir.write("small.txt", pseudo_random_text(100, 12345)).string();
   const Corpus corpus = load_corpus(small, 0.1);
   REQUIRE_NOTHROW(require_enough(corpus, Split::train, 8, 11));  // 89 ≤ 90
   REQUIRE_THROWS_WITH(require_enough(corpus, Split::train, 8, 12),
@@ -163,7 +153,7 @@ TEST_CASE("corpus errors name the file, the split and what is needed", "[data]")
 TEST_CASE("random windows: targets are the inputs shifted by one, cut from the train split",
           "[data]") {
   const TempDir dir("data");
-  const std::string file = dir.write("corpus.txt", sample_text(5000)).string();
+  const std::string file = dir.write("corpus.txt", pseudo_random_text(5000, 12345)).string();
   DataConfig config = windows_config(file, 32, 6);
   config.val_fraction = 0.2;
   const auto source = make_source(config);
@@ -186,7 +176,8 @@ TEST_CASE("random windows: targets are the inputs shifted by one, cut from the t
 
 TEST_CASE("the sampler is seeded and resumes bit-exactly from its state", "[data]") {
   const TempDir dir("data");
-  DataConfig config = windows_config(dir.write("corpus.txt", sample_text(20000)), 16, 4);
+  DataConfig config =
+      windows_config(dir.write("corpus.txt", pseudo_random_text(20000, 12345)), 16, 4);
   config.seed = 42;
   const auto a = make_source(config);
   const auto b = make_source(config);
@@ -217,8 +208,8 @@ TEST_CASE("the sampler is seeded and resumes bit-exactly from its state", "[data
 }
 
 TEST_CASE("sequential windows cover the validation split in order", "[data]") {
-  const std::vector<std::int64_t> tokens = encode_bytes(sample_text(103));
-  const TokenSequence sequence = TokenSequence::from_bytes(sample_text(103));
+  const std::vector<std::int64_t> tokens = encode_bytes(pseudo_random_text(103, 12345));
+  const TokenSequence sequence = TokenSequence::from_bytes(pseudo_random_text(103, 12345));
   const std::vector<Batch> batches = sequential_windows(sequence, 10, 4, 100);
   REQUIRE(batches.size() == 3);  // 10 full windows (102 tokens scored): 4 + 4 + 2 rows
   REQUIRE(batches[2].inputs.shape() == Shape{2, 10});
@@ -234,7 +225,7 @@ TEST_CASE("sequential windows cover the validation split in order", "[data]") {
 
 TEST_CASE("corpus evaluation scores the same bytes at every length", "[data]") {
   const TempDir dir("data");
-  const std::string file = dir.write("corpus.txt", sample_text(40000)).string();
+  const std::string file = dir.write("corpus.txt", pseudo_random_text(40000, 12345)).string();
   DataConfig config = windows_config(file, 16, 8);
   config.val_fraction = 0.25;
   const auto source = make_source(config);

@@ -15,24 +15,14 @@
 #include "train/trainer.h"
 
 using namespace relpos;
+using testing::pseudo_random_text;
 using testing::TempDir;
 
 namespace {
 
-// `size` bytes of a fixed pseudo-random text.
-std::string text_of(std::size_t size) {
-  std::string text(size, ' ');
-  std::uint64_t x = 99;
-  for (auto& c : text) {
-    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-    c = static_cast<char>('a' + (x >> 59) % 26);
-  }
-  return text;
-}
-
 // A tiny run on a corpus of 40,000 bytes whose last 2,000 are the validation split.
 RunState tiny_corpus_run(const TempDir& box, std::int64_t* validation_tokens) {
-  const std::string file = box.write("corpus.txt", text_of(40000)).string();
+  const std::string file = box.write("corpus.txt", pseudo_random_text(40000, 99)).string();
   RunState run =
       build_run(testing::tiny_run_config({"data.source=" + file, "data.val_fraction=0.05"}));
   *validation_tokens = 2000;

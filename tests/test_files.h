@@ -1,12 +1,13 @@
 #pragma once
-// File helpers shared by the tests: a temporary directory, reading a file back,
-// and a lowered file-size limit for the write-error paths.
+// File helpers shared by the tests: a temporary directory, reading a file back, a
+// pseudo-random text and a lowered file-size limit for the write-error paths.
 #include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -55,6 +56,17 @@ inline std::string slurp(const std::filesystem::path& file) {
   INFO("reading " << file);
   REQUIRE(in.good());
   return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// `size` letters a-z from a fixed generator seeded by `seed`: a corpus whose windows are
+// recognisable.
+inline std::string pseudo_random_text(std::size_t size, std::uint64_t seed) {
+  std::string text(size, ' ');
+  for (auto& c : text) {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    c = static_cast<char>('a' + (seed >> 59) % 26);
+  }
+  return text;
 }
 
 // Lowers the process file-size limit (and ignores SIGXFSZ) while alive: writes

@@ -23,6 +23,7 @@
 #include "tests/test_files.h"
 #include "tests/test_process.h"
 #include "tests/tiny_run.h"
+#include "tests/trained_box.h"
 #include "train/store/checkpoint_folder.h"
 
 namespace fs = std::filesystem;
@@ -30,25 +31,11 @@ using relpos::testing::relpos_in;
 using relpos::testing::require_one_line_error;
 using relpos::testing::slurp;
 using relpos::testing::TempDir;
-
-namespace {
-
-// A box holding tiny.yaml and a finished 4-step run in run/.
-struct TrainedBox : TempDir {
-  TrainedBox() : TempDir("hostile_cli") {
-    write("tiny.yaml", relpos::testing::tiny_run_yaml());
-    const auto r = relpos_in(path(), {"train", "tiny.yaml", "train.out_dir=run"});
-    INFO(r.err);
-    REQUIRE(r.exit_code == 0);
-  }
-  fs::path checkpoint() const { return path() / "run/checkpoints/ckpt_00000004.h5"; }
-};
-
-}  // namespace
+using relpos::testing::TrainedBox;
 
 TEST_CASE("hostile: eval --json never replaces the checkpoint, its digest or a link to it",
           "[hostile][cli]") {
-  TrainedBox box;
+  TrainedBox box("hostile_cli");
   const std::string ckpt = box.checkpoint().string(), digest = ckpt + ".digest";
   const std::string bytes = slurp(ckpt), digest_bytes = slurp(digest);
   fs::create_symlink(ckpt, box.path() / "link.json");
@@ -117,7 +104,7 @@ TEST_CASE("hostile: the lock file is never opened through a symlink or as anothe
 
 TEST_CASE("hostile: --overwrite moves a run beside its folder, never a folder of other files",
           "[hostile][cli]") {
-  TrainedBox box;
+  TrainedBox box("hostile_cli");
   const std::string checkpoint = slurp(box.checkpoint());
   // A trailing slash: the old run goes to run.old-1 beside run/, not into run/.old-1.
   const auto over = relpos_in(
@@ -165,7 +152,7 @@ TEST_CASE("hostile: --overwrite moves a run beside its folder, never a folder of
 
 TEST_CASE("hostile: --init-from and eval --set keep to the rules of inputs and run folders",
           "[hostile][cli][rope_scaling]") {
-  TrainedBox box;
+  TrainedBox box("hostile_cli");
   const std::string ckpt = box.checkpoint().string(), bytes = slurp(ckpt);
   // --init-from starts a new run: a folder holding a run is refused without --overwrite,
   // and --overwrite may not move the checkpoint it starts from aside.
@@ -190,7 +177,7 @@ TEST_CASE("hostile: --init-from and eval --set keep to the rules of inputs and r
 
 TEST_CASE("hostile: sample and eval refuse out-of-range arguments with one line",
           "[hostile][cli]") {
-  TrainedBox box;
+  TrainedBox box("hostile_cli");
   const std::string ckpt = box.checkpoint().string();
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"sample", ckpt, "--prompt", "a", "--tokens", "-1"},
@@ -246,7 +233,7 @@ TEST_CASE("hostile: SIGHUP saves like SIGTERM and a broken stdout pipe never sto
 
 TEST_CASE("hostile: a resume into a folder holding another run is refused without --overwrite",
           "[hostile][runs][cli]") {
-  TrainedBox box;
+  TrainedBox box("hostile_cli");
   REQUIRE(relpos_in(box.path(), {"train", "tiny.yaml", "train.out_dir=other"}).exit_code == 0);
   const std::string metrics = slurp(box.path() / "other/metrics.jsonl");
   const std::string summary = slurp(box.path() / "other/summary.json");
@@ -270,7 +257,7 @@ TEST_CASE("hostile: a resume into a folder holding another run is refused withou
 
 TEST_CASE("hostile: a resume that fails before its first checkpoint leaves the run as it was",
           "[hostile][runs][cli]") {
-  TrainedBox box;
+  TrainedBox box("hostile_cli");
   std::map<std::string, std::string> before;
   for (const auto& entry : fs::recursive_directory_iterator(box.path() / "run"))
     if (entry.is_regular_file() && entry.path().filename() != ".lock")
@@ -319,7 +306,7 @@ TEST_CASE("hostile: a resume from an older checkpoint moves the abandoned timeli
 
 TEST_CASE("hostile: a resume may change optim.name; the optimizer then starts fresh",
           "[hostile][runs][cli]") {
-  TrainedBox box;
+  TrainedBox box("hostile_cli");
   // Before: "Optimizer::load_state: unexpected state ..." and no resume.
   const auto r = relpos_in(box.path(), {"train", "tiny.yaml", "train.out_dir=run", "train.steps=6",
                                         "optim.name=sgd", "--resume", "run"});
@@ -381,7 +368,7 @@ TEST_CASE("hostile: the children of a parallel sweep stop, saving, when it is ki
 }
 
 TEST_CASE("hostile: a resume never writes metrics through a symlink", "[hostile][runs][cli]") {
-  TrainedBox box;
+  TrainedBox box("hostile_cli");
   const fs::path victim = box.write("victim.jsonl", "{\"step\": 99}\nprecious\n");
   fs::remove(box.path() / "run/metrics.jsonl");
   fs::create_symlink(victim, box.path() / "run/metrics.jsonl");

@@ -13,32 +13,19 @@
 #include "tests/test_files.h"
 #include "tests/test_process.h"
 #include "tests/tiny_run.h"
+#include "tests/trained_box.h"
 
 namespace fs = std::filesystem;
 using relpos::testing::relpos_in;
 using relpos::testing::require_one_line_error;
 using relpos::testing::slurp;
 using relpos::testing::TempDir;
-
-namespace {
-
-// A box holding tiny.yaml and a finished 4-step run in run/.
-struct TrainedBox : TempDir {
-  TrainedBox() : TempDir("outputs_not_inputs") {
-    write("tiny.yaml", relpos::testing::tiny_run_yaml());
-    const auto r = relpos_in(path(), {"train", "tiny.yaml", "train.out_dir=run"});
-    INFO(r.err);
-    REQUIRE(r.exit_code == 0);
-  }
-  std::string checkpoint() const { return (path() / "run/checkpoints/ckpt_00000004.h5").string(); }
-};
-
-}  // namespace
+using relpos::testing::TrainedBox;
 
 TEST_CASE("outputs never inputs: export -o and tokenizer train -o never replace what they read",
           "[hostile][cli]") {
-  TrainedBox box;
-  const std::string ckpt = box.checkpoint(), bytes = slurp(ckpt);
+  TrainedBox box("outputs_not_inputs");
+  const std::string ckpt = box.checkpoint().string(), bytes = slurp(ckpt);
   // Before: exit 0, the checkpoint replaced by the safetensors file.
   for (const std::string& output : {ckpt, ckpt + ".digest"})
     require_one_line_error(relpos_in(box.path(), {"export", ckpt, "-o", output}),
@@ -104,7 +91,7 @@ TEST_CASE("outputs never inputs: a sweep never writes over its sweep file, confi
 
 TEST_CASE("outputs never inputs: a run never writes over a file it reads in its folder",
           "[hostile][runs][cli]") {
-  TrainedBox box;
+  TrainedBox box("outputs_not_inputs");
   const std::string metrics = slurp(box.path() / "run/metrics.jsonl");
   // Before: accepted; the resume cut metrics.jsonl, its own data.source.
   require_one_line_error(

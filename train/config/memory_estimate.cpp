@@ -35,7 +35,8 @@ std::vector<std::pair<std::string, std::int64_t>> position_sizes(const ModelConf
         m.layer_positions.empty() ? m.position : layer_position(m, std::min(l, m.n_layers - 1));
     const PositionSchemeEntry* entry = find_position_scheme(p.scheme);
     if (!entry) continue;
-    for (const auto& [key, limit] : entry->size_keys) {
+    for (const auto& size_key : entry->size_keys) {
+      const std::string& key = size_key.first;  // a plain name: lambdas may capture it
       const std::int64_t value = p.get<std::int64_t>(key);
       auto it = std::find_if(sizes.begin(), sizes.end(), [&](auto& s) { return s.first == key; });
       if (it == sizes.end())
