@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The GPU check, one call on the device machine (docs/cuda.md): run from the repository root
 # there with the bundle made here by
-#   cmake --build build -j2 && ../shared/tools/gpu-bundle.sh build gpu-bundle
+#   cmake --build build -j2 && ../shared/tools/gpu-bundle.sh build gpu-bundle \
+#     build/train/relpos build/tests/cuda/relpos_cuda_tests
 # and OUT set to the folder whose files come back. It runs the CUDA tests, then the quickstart
-# for 300 steps on the GPU and on the CPU, and writes every log plus summary.txt under $OUT.
+# for 300 steps on the GPU and on the CPU, evaluates the GPU checkpoint, and writes
+# every log plus summary.txt under $OUT.
 set -uo pipefail
 out=${OUT:?OUT must name the folder for the logs}
 run=gpu-bundle/run.sh
@@ -23,4 +25,10 @@ for device in cuda cpu; do
   say "quickstart on $device: exit $status, $(($(date +%s) - start)) s," \
     "$(grep -E '^step 300: val' "$out/quickstart_$device.log" | tail -1)"
 done
+# eval and sample run on the CPU (a GPU checkpoint is usable anywhere): the GPU run's
+# checkpoint must give the loss the GPU measured at step 300.
+timeout 60 "$run" bin/relpos eval /tmp/gpu_check_cuda/checkpoints/ckpt_00000300.h5 \
+  --lengths 128,512 --batches 8 >"$out/eval_cuda_checkpoint.log" 2>&1
+say "eval of the GPU checkpoint (on the CPU): exit $?"
+grep -E '^ *(128|512) ' "$out/eval_cuda_checkpoint.log" | tee -a "$summary"
 exit 0
