@@ -115,8 +115,8 @@ Batch stream_segment(const TokenSequence& tokens, std::int64_t seq_len, std::int
   require(segments >= 1, "stream_segment: {} tokens cannot hold {} rows of seq_len {} + 1",
           tokens.size(), rows, seq_len);
   const auto size = static_cast<std::int64_t>(tokens.size());
-  require(rotation >= 0 && rotation < size, "stream_segment: rotation {} outside [0, {})",
-          rotation, size);
+  require(rotation >= 0 && rotation < size, "stream_segment: rotation {} outside [0, {})", rotation,
+          size);
   const std::int64_t part = (size - 1) / rows;
   const auto segment = static_cast<std::int64_t>(index % static_cast<std::uint64_t>(segments));
   Batch batch = empty_batch(rows, seq_len);

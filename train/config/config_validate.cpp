@@ -174,8 +174,7 @@ void validate_tokenizer(const RunConfig& c) {
 
 // data.stream_offsets moves contiguous streams; a run of random windows has none.
 void validate_stream_offsets(const RunConfig& c) {
-  require(c.data.stream_offsets == "fixed" || c.train.mem_len > 0 ||
-              c.model.knn_memory.enabled(),
+  require(c.data.stream_offsets == "fixed" || c.train.mem_len > 0 || c.model.knn_memory.enabled(),
           "data.stream_offsets={} needs contiguous training streams (train.mem_len > 0 or a "
           "model.knn_memory layer); random windows have no stream offsets",
           c.data.stream_offsets);
