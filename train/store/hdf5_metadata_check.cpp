@@ -18,11 +18,14 @@ class MetadataCheck {
       : bytes_{image}, file_(file) {}
 
   void run() {
-    if (bytes_.has(0, 20) && (bytes_.byte(8) == 2 || bytes_.byte(8) == 3) && bytes_.byte(9) == 8 &&
-        bytes_.byte(10) == 8)
+    if (bytes_.has(0, 48) && (bytes_.byte(8) == 2 || bytes_.byte(8) == 3) && bytes_.byte(9) == 8 &&
+        bytes_.byte(10) == 8) {
       require(bytes_.le(12, 8) == 0,
               "checkpoint {}: HDF5 base address {} (relpos writes 0; corrupt or edited)", file_,
               bytes_.le(12, 8));
+      require_inside(bytes_.le(20, 8), "the superblock extension");
+      require_inside(bytes_.le(36, 8), "the root group");
+    }
     walk_hdf5_objects(bytes_, [this](const Hdf5Object& object) { check(object); });
   }
 

@@ -13,7 +13,8 @@ namespace relpos {
 // Walks the object headers reachable from the root group and the superblock extension
 // (hdf5_object_walk.h) and requires, throwing a one-line UsageError
 // "checkpoint <file>: ..." otherwise:
-//   - base address 0 (relpos writes no other), and every message inside its chunk;
+//   - base address 0 (relpos writes no other), the superblock extension and the root
+//     group inside the image, and every message inside its chunk;
 //   - every address HDF5 follows from them (continuation chunks, dense link and
 //     attribute storage: fractal heaps, name and creation-order B-trees, hard links'
 //     objects) undefined or inside the image;
