@@ -203,7 +203,7 @@ TEST_CASE("FIRE's pieces: flash = composed with shared breakpoints and inputs ex
 }
 
 TEST_CASE("FIRE in the flash kernel is bit-identical with 1 and 2 threads", "[positions][fire]") {
-  // Large enough that the kernel splits (batch, head) tasks and the pieces' rows over threads.
+  // Large enough that the kernel splits its (batch, head) tasks over threads.
   Rng rng(267);
   const std::int64_t b = 2, h = 2, len = 256, d = 8, hidden = 32;
   const auto f32_leaf = [](const Tensor& t) { return leaf(t.to(DType::f32)); };

@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "autograd/cpu/flash_tile.h"
-#include "autograd/cpu/parallel.h"
 #include "autograd/fire_terms.h"
 
 namespace relpos::cpu {
@@ -23,8 +22,9 @@ struct FireTables {
   std::int64_t hidden = 0, heads = 0;  // hidden 0: no FIRE term
   const T *w1 = nullptr, *b1 = nullptr, *w2 = nullptr;
   T c = 0, threshold = 0;
-  std::vector<T> psi;       // (Lk): psi(d) = log(1 + c d), d = 0 .. Lk-1
-  std::vector<T> dpsi;      // (Lk): d psi(d) / dc = d / (1 + c d)
+  // (Lk) each, by key offset from the end, so that a row's keys read them forwards:
+  // psi_back[Lk-1-d] = psi(d) = log(1 + c d), dpsi_back[Lk-1-d] = d psi(d)/dc = d/(1 + c d).
+  std::vector<T> psi_back, dpsi_back;
   std::vector<T> inv_norm;  // (Lq): 1 / psi(m_i), m_i = max(i, threshold)
   std::vector<T> norm_c;    // (Lq): (d psi(m_i) / dc) / psi(m_i)
   std::vector<T> norm_thr;  // (Lq): (d psi(m_i) / d threshold) / psi(m_i)
@@ -47,12 +47,12 @@ struct FireTables {
     w2 = f.w2.data<T>();
     c = f.c.data<T>()[0];
     threshold = f.threshold.data<T>()[0];
-    psi.resize(g.k_len);
-    dpsi.resize(g.k_len);
+    psi_back.resize(g.k_len);
+    dpsi_back.resize(g.k_len);
     for (std::int64_t d = 0; d < g.k_len; ++d) {
       const T dist = static_cast<T>(d);
-      psi[d] = std::log1p(c * dist);
-      dpsi[d] = dist / (T(1) + c * dist);
+      psi_back[g.k_len - 1 - d] = std::log1p(c * dist);
+      dpsi_back[g.k_len - 1 - d] = dist / (T(1) + c * dist);
     }
     inv_norm.resize(g.q_len);
     norm_c.resize(g.q_len);
@@ -69,9 +69,16 @@ struct FireTables {
   }
   bool defined() const { return hidden > 0; }
 
+  // p[col] = psi(qpos(i) - (j0 + col)) (and its derivative by c) for keys j0 + col <= qpos(i).
+  const T* psi_of(const FlashGeometry& g, std::int64_t i, std::int64_t j0) const {
+    return psi_back.data() + (g.k_len - 1 - g.qpos(i) + j0);
+  }
+  const T* dpsi_of(const FlashGeometry& g, std::int64_t i, std::int64_t j0) const {
+    return dpsi_back.data() + (g.k_len - 1 - g.qpos(i) + j0);
+  }
   // The MLP input of query row i and key j <= qpos(i).
   T input(const FlashGeometry& g, std::int64_t i, std::int64_t j) const {
-    return psi[g.qpos(i) - j] * inv_norm[i];
+    return psi_of(g, i, j)[0] * inv_norm[i];
   }
 
   // Applies body(p, begin, end) to the pieces p of row i that meet keys [j0, j0 + n), with
@@ -91,51 +98,38 @@ struct FireTables {
   // row[col] += f_h(x) for the n visible keys of query row i from key j0.
   void add_bias(const FlashGeometry& g, std::int64_t h, std::int64_t i, std::int64_t j0,
                 std::int64_t n, T* row) const {
-    const T* ps = psi.data() + (g.qpos(i) - j0);  // ps[-col] = psi(qpos - (j0 + col))
+    const T* ps = psi_of(g, i, j0);
     const T inv = inv_norm[i];
     const T* row_slope = slope.data() + first_piece[i] * heads + h;
     const T* row_offset = offset.data() + first_piece[i] * heads + h;
     for_pieces(i, j0, n, [&](std::int64_t p, std::int64_t begin, std::int64_t end) {
       const T a = row_slope[p * heads], b = row_offset[p * heads];
 #pragma omp simd
-      for (std::int64_t col = begin; col < end; ++col) row[col] += a * (ps[-col] * inv) + b;
+      for (std::int64_t col = begin; col < end; ++col) row[col] += a * (ps[col] * inv) + b;
     });
   }
 
  private:
-  // Fills the pieces and unit_pieces; rows are independent, so any thread count gives the
-  // same tables.
+  // Fills the pieces and unit_pieces, row by row. Serial: it costs O(Lq·hidden·(log Lk +
+  // hidden·H)), and two more thread starts per call measured dearer than that on a loaded
+  // machine (docs/results/fire.md).
   void cut_pieces(const FlashGeometry& g) {
     unit_pieces.resize(g.q_len * hidden * 2);
     first_piece.assign(g.q_len + 1, 0);
-    // switch_key (Lq, hidden): the first key of row i where unit k's state differs from its
-    // state at key 0, or qpos(i) + 1 when it never does.
-    std::vector<std::int64_t> switch_key(g.q_len * hidden);
-    const bool threads = g.q_len * hidden > 4096;
-    parallel_for(g.q_len, threads, [&](std::int64_t i) {
-      std::int64_t* sw = switch_key.data() + i * hidden;
+    std::vector<std::int64_t> sw(hidden), keys;
+    for (std::int64_t i = 0; i < g.q_len; ++i) {
+      // sw[k]: the first key of row i where unit k's state differs from its state at key 0,
+      // or qpos(i) + 1 when it never does. keys: 0 and the distinct switch keys, in order.
       for (std::int64_t k = 0; k < hidden; ++k) sw[k] = switch_of(g, i, k);
-      first_piece[i + 1] = static_cast<std::int64_t>(row_keys(g, i, sw).size());
-    });
-    for (std::int64_t i = 0; i < g.q_len; ++i) first_piece[i + 1] += first_piece[i];
-    piece_key.resize(first_piece[g.q_len]);
-    slope.assign(first_piece[g.q_len] * heads, T(0));
-    offset.assign(first_piece[g.q_len] * heads, T(0));
-    parallel_for(g.q_len, threads,
-                 [&](std::int64_t i) { fill_row(g, i, switch_key.data() + i * hidden); });
-  }
-
-  // Row i's piece keys, in increasing order: 0 and each distinct switch key inside the row
-  // (a thread's scratch, valid until its next call).
-  const std::vector<std::int64_t>& row_keys(const FlashGeometry& g, std::int64_t i,
-                                            const std::int64_t* sw) const {
-    thread_local std::vector<std::int64_t> keys;
-    keys.assign(1, 0);
-    for (std::int64_t k = 0; k < hidden; ++k)
-      if (sw[k] <= g.qpos(i)) keys.push_back(sw[k]);
-    std::sort(keys.begin() + 1, keys.end());
-    keys.erase(std::unique(keys.begin() + 1, keys.end()), keys.end());
-    return keys;
+      keys.assign(1, 0);
+      for (std::int64_t k = 0; k < hidden; ++k)
+        if (sw[k] <= g.qpos(i)) keys.push_back(sw[k]);
+      std::sort(keys.begin() + 1, keys.end());
+      keys.erase(std::unique(keys.begin() + 1, keys.end()), keys.end());
+      first_piece[i + 1] = first_piece[i] + static_cast<std::int64_t>(keys.size());
+      piece_key.insert(piece_key.end(), keys.begin(), keys.end());
+      fill_row(g, i, sw.data());
+    }
   }
 
   // Whether unit k is on at key j of row i; for a fixed unit and row it changes at most once
@@ -156,13 +150,13 @@ struct FireTables {
     return hi;
   }
 
-  // Row i's piece keys, the pieces where each unit is on, and each piece's slope and offset
-  // (sums over the units on there, in unit order).
+  // Row i's unit ranges and each piece's slope and offset (sums over the units on there, in
+  // unit order), given its switch keys sw and its piece keys (already in piece_key).
   void fill_row(const FlashGeometry& g, std::int64_t i, const std::int64_t* sw) {
     const std::int64_t base = first_piece[i], count = first_piece[i + 1] - base;
-    std::int64_t* key = piece_key.data() + base;
-    const std::vector<std::int64_t>& keys = row_keys(g, i, sw);
-    std::copy(keys.begin(), keys.end(), key);
+    const std::int64_t* key = piece_key.data() + base;
+    slope.resize((base + count) * heads, T(0));
+    offset.resize((base + count) * heads, T(0));
     std::int32_t* units = unit_pieces.data() + i * hidden * 2;
     for (std::int64_t k = 0; k < hidden; ++k) {
       // The piece where unit k switches (count when it never does).
@@ -197,10 +191,14 @@ struct FireGradSums {
 
 // Adds the gradients that ds (n), the logit gradients of query row i against keys
 // j0 .. j0+n-1, send through f_h and x into the sums; scratch: grown to 2 (pieces + 1).
-// Per piece: S0 = Σ ds, S1 = Σ ds·x, S2 = Σ ds·dpsi (in f64: each row's ds sum to zero, so
-// these are small differences of large terms). A unit on over pieces P gets
-// w2[h,k] += w1_k S1(P) + b1_k S0(P), w1_k += w2[h,k] S1(P), b1_k += w2[h,k] S0(P); and
-// dLoss/dx = ds·slope reaches c and the threshold through x = psi(qpos - j) / psi(m_i).
+// Per piece: S0 = Σ ds, S1 = Σ ds·x, S2 = Σ ds·dpsi, in T within the piece (vector lanes of
+// at most k_tile / 16 terms) and in f64 beyond: each row's ds sum to zero, so the sums over
+// many rows are small differences of large terms. (Against the f64 composed path at L = 560,
+// f32 with f64 lanes measured the same errors for w1, b1, c, 3.2e-3, 2.6e-3, 7.6e-4, and
+// 2.5e-6 instead of 3.7e-6 for w2: the error comes from ds's own rounding.) A unit on over
+// pieces P gets w2[h,k] += w1_k S1(P) + b1_k S0(P), w1_k += w2[h,k] S1(P),
+// b1_k += w2[h,k] S0(P); and dLoss/dx = ds·slope reaches c and the threshold through
+// x = psi(qpos - j) / psi(m_i).
 template <class T>
 void fire_gradient_row(const FireTables<T>& t, const FlashGeometry& g, std::int64_t h,
                        std::int64_t i, std::int64_t j0, std::int64_t n, const T* ds,
@@ -212,8 +210,8 @@ void fire_gradient_row(const FireTables<T>& t, const FlashGeometry& g, std::int6
   double* cum0 = scratch.data();
   double* cum1 = cum0 + row_pieces + 1;
   cum0[0] = cum1[0] = 0.0;
-  const T* ps = t.psi.data() + (g.qpos(i) - j0);  // ps[-col] = psi(qpos - (j0 + col))
-  const T* dp = t.dpsi.data() + (g.qpos(i) - j0);
+  const T* ps = t.psi_of(g, i, j0);
+  const T* dp = t.dpsi_of(g, i, j0);
   const T inv = t.inv_norm[i];
   const T* row_slope = t.slope.data() + t.first_piece[i] * t.heads + h;
   std::int64_t first = -1, last = -1;
@@ -221,12 +219,12 @@ void fire_gradient_row(const FireTables<T>& t, const FlashGeometry& g, std::int6
   t.for_pieces(i, j0, n, [&](std::int64_t p, std::int64_t begin, std::int64_t end) {
     if (first < 0) first = p;
     last = p;
-    double s0 = 0, s1 = 0, s2 = 0;
+    T s0 = 0, s1 = 0, s2 = 0;
 #pragma omp simd reduction(+ : s0, s1, s2)
     for (std::int64_t col = begin; col < end; ++col) {
       s0 += ds[col];
-      s1 += ds[col] * (ps[-col] * inv);
-      s2 += ds[col] * dp[-col];
+      s1 += ds[col] * (ps[col] * inv);
+      s2 += ds[col] * dp[col];
     }
     const std::int64_t at = p - first + 1;
     cum0[at] = cum0[at - 1] + s0;
