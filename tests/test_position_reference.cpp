@@ -34,7 +34,9 @@ std::pair<PositionConfig, ModelDims> scheme_config(const PositionSchemeEntry& en
   PositionConfig config;
   config.scheme = entry.name;
   const PositionConfig defaults;
-  for (const auto& [name, value] : c.items()) {
+  for (const auto& item : c.items()) {
+    const std::string& name = item.key();
+    const auto& value = item.value();
     if (name == "B" || name == "H" || name == "D" || name == "Lq" || name == "Lk" ||
         name == "causal" || name == "d_model" || name == "window")
       continue;
