@@ -117,10 +117,9 @@ TEST_CASE("gradcheck: attention with temperature, q, k, v and the learned scale"
       INFO(scheme << " " << kind);
       const auto s = make_position_scheme(test_position_configs(scheme)[0], dims, rng);
       const AttentionTemperatureConfig t = temperature_of(kind, 3);
-      std::vector<Tensor> x{randn({1, 2, 3, 4}, rng, DType::f64),
-                            randn({1, 2, 7, 4}, rng, DType::f64),
-                            randn({1, 2, 7, 4}, rng, DType::f64)};
-      if (kind == "learned") x.push_back(mul_scalar(randn({2}, rng, DType::f64), 0.5));
+      std::vector<Tensor> x{testing::leaf({1, 2, 3, 4}, rng), testing::leaf({1, 2, 7, 4}, rng),
+                            testing::leaf({1, 2, 7, 4}, rng)};
+      if (kind == "learned") x.push_back(testing::leaf({2}, rng, 0.5));
       for (AttentionPath path : {AttentionPath::flash, AttentionPath::composed}) {
         INFO(name_of(path));
         testing::require_gradcheck(
