@@ -14,6 +14,20 @@ namespace {
 constexpr std::uint64_t kTrainStream = 0x747261696e;   // "train"
 constexpr std::uint64_t kEvalStream = 0x6576616c;      // "eval"
 constexpr std::uint64_t kEvalMaskStream = 0x6d61736b;  // "mask"
+constexpr std::uint64_t kStreamRotation = 0x726f74;    // "rot"
+
+// The rotation of stream_segment for training batch `index` (data.stream_offsets): 0
+// throughout the first pass over the streams, and with "redrawn" a seeded offset in
+// [0, size) for each later pass, a function of (seed, pass) alone, so a resumed run
+// continues bit-exactly.
+std::int64_t stream_rotation(const DataConfig& config, std::size_t size, std::uint64_t index) {
+  const auto segments =
+      static_cast<std::uint64_t>(stream_segments_per_row(size, config.seq_len, config.batch_size));
+  if (config.stream_offsets == "fixed" || segments == 0) return 0;  // 0: stream_segment refuses
+  const std::uint64_t pass = index / segments;
+  if (pass == 0) return 0;
+  return static_cast<std::int64_t>(mix64(mix64(config.seed, kStreamRotation), pass) % size);
+}
 
 }  // namespace
 
@@ -86,8 +100,9 @@ CorpusSource::CorpusSource(const DataConfig& config, const std::string& path)
 
 Batch CorpusSource::draw_train(Rng& rng) {
   if (config().stream_order)
-    return stream_segment(corpus_.train, config().seq_len, config().batch_size,
-                          sampler_state().batches_drawn);
+    return stream_segment(
+        corpus_.train, config().seq_len, config().batch_size, sampler_state().batches_drawn,
+        stream_rotation(config(), corpus_.train.size(), sampler_state().batches_drawn));
   return random_windows(corpus_.train, config().seq_len, config().batch_size, rng);
 }
 

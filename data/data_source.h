@@ -40,6 +40,10 @@ struct DataConfig {
   // it for segment-recurrent training (train.mem_len > 0); a feature that keeps state
   // from one batch to the next may set it too. Only a text corpus has streams.
   bool stream_order = false;
+  // data.stream_offsets, for stream_order: "fixed" (every pass over the corpus cuts the
+  // same streams and segments) or "redrawn" (each pass after the first rotates every
+  // stream's start by a seeded offset, stream_segment's `rotation`).
+  std::string stream_offsets = "fixed";
 };
 
 class DataSource {

@@ -17,6 +17,29 @@ void fill_row(Batch& batch, std::int64_t row, const TokenSequence& tokens, std::
   tokens.copy(at + 1, count, targets);
 }
 
+// Tokens [start, start + count) of `tokens` read as a ring, into out[0 .. count).
+void copy_ring(const TokenSequence& tokens, std::size_t start, std::size_t count,
+               std::int64_t* out) {
+  const std::size_t size = tokens.size();
+  start %= size;
+  while (count > 0) {
+    const std::size_t run = std::min(count, size - start);
+    tokens.copy(start, run, out);
+    out += run;
+    count -= run;
+    start = 0;
+  }
+}
+
+// fill_row for a window that may run past the last token into the first ones.
+void fill_ring_row(Batch& batch, std::int64_t row, const TokenSequence& tokens,
+                   std::int64_t start) {
+  const std::int64_t seq_len = batch.inputs.size(1);
+  const auto at = static_cast<std::size_t>(start), count = static_cast<std::size_t>(seq_len);
+  copy_ring(tokens, at, count, batch.inputs.data<std::int64_t>() + row * seq_len);
+  copy_ring(tokens, at + 1, count, batch.targets.data<std::int64_t>() + row * seq_len);
+}
+
 }  // namespace
 
 std::vector<std::uint64_t> SamplerState::to_words() const {
@@ -87,15 +110,23 @@ std::int64_t stream_segments_per_row(std::size_t tokens, std::int64_t seq_len, s
 }
 
 Batch stream_segment(const TokenSequence& tokens, std::int64_t seq_len, std::int64_t rows,
-                     std::uint64_t index) {
+                     std::uint64_t index, std::int64_t rotation) {
   const std::int64_t segments = stream_segments_per_row(tokens.size(), seq_len, rows);
   require(segments >= 1, "stream_segment: {} tokens cannot hold {} rows of seq_len {} + 1",
           tokens.size(), rows, seq_len);
-  const std::int64_t part = (static_cast<std::int64_t>(tokens.size()) - 1) / rows;
+  const auto size = static_cast<std::int64_t>(tokens.size());
+  require(rotation >= 0 && rotation < size, "stream_segment: rotation {} outside [0, {})", rotation,
+          size);
+  const std::int64_t part = (size - 1) / rows;
   const auto segment = static_cast<std::int64_t>(index % static_cast<std::uint64_t>(segments));
   Batch batch = empty_batch(rows, seq_len);
-  for (std::int64_t row = 0; row < rows; ++row)
-    fill_row(batch, row, tokens, row * part + segment * seq_len);
+  for (std::int64_t row = 0; row < rows; ++row) {
+    const std::int64_t start = row * part + segment * seq_len;
+    if (rotation == 0)
+      fill_row(batch, row, tokens, start);
+    else
+      fill_ring_row(batch, row, tokens, start + rotation);
+  }
   batch.starts_streams = segment == 0;
   return batch;
 }

@@ -51,8 +51,11 @@ std::int64_t sequential_window_count(std::size_t tokens, std::int64_t seq_len, s
 // segment (index mod S) of part r, S = P / seq_len: inputs part[sL, sL+L),
 // targets one token later. Consecutive indices give each row consecutive text
 // (it starts over after its last whole segment). Needs S >= 1.
+// `rotation` (in [0, size)) moves every stream's start that many tokens on, reading
+// the tokens as a ring (after the last token comes the first): the same streams cut
+// at other places. 0 reads exactly as described above, never across the ring's end.
 Batch stream_segment(const TokenSequence& tokens, std::int64_t seq_len, std::int64_t rows,
-                     std::uint64_t index);
+                     std::uint64_t index, std::int64_t rotation = 0);
 
 // Segments per row of stream_segment: (size − 1) / rows / seq_len.
 std::int64_t stream_segments_per_row(std::size_t tokens, std::int64_t seq_len, std::int64_t rows);

@@ -71,6 +71,7 @@ void require_same(const RunConfig& a, const RunConfig& b) {
   CHECK(a.data.batch_size == b.data.batch_size);
   CHECK(a.data.val_fraction == b.data.val_fraction);
   CHECK(a.data.mask_prob == b.data.mask_prob);
+  CHECK(a.data.stream_offsets == b.data.stream_offsets);
   CHECK(a.data.task.num_symbols == b.data.task.num_symbols);
   CHECK(a.data.task.offset == b.data.task.offset);
   CHECK(a.data.task.num_pairs == b.data.task.num_pairs);
@@ -109,7 +110,7 @@ void require_same(const RunConfig& a, const RunConfig& b) {
 }
 
 // require_same compares this many keys; a new key must be added there too.
-constexpr std::size_t kComparedKeys = 85;
+constexpr std::size_t kComparedKeys = 86;
 
 // Every key set to a value other than its default (and valid together).
 const char* const kEveryKeyYaml = R"(model:
@@ -170,6 +171,7 @@ data:
   batch_size: 5
   val_fraction: 0.25
   mask_prob: 0.3
+  stream_offsets: redrawn  # train.mem_len is 7
   task:
     num_symbols: 20
     offset: 3
@@ -260,6 +262,7 @@ RunConfig every_key_expected() {
   c.data.batch_size = 5;
   c.data.val_fraction = 0.25;
   c.data.mask_prob = 0.3;
+  c.data.stream_offsets = "redrawn";
   c.data.task = {20, 3, 4, 1, 0};
   c.optim = {"sgd", 3e-4, 0.8, 0.95, 1e-6, 0.5, 0.9, true, 0.0, 4, 2.0};
   c.schedule = {"warmup_linear", 7, 1e-5};

@@ -151,6 +151,12 @@ std::vector<ConfigKey> run_keys() {
        {},
        "corpus: the last fraction of the bytes held out for evaluation",
        [](RunConfig& c) -> F { return &c.data.val_fraction; }},
+      {"data.stream_offsets",
+       {"fixed", "redrawn"},
+       "segment-recurrent training (train.mem_len > 0, the kNN memory): fixed, every pass over "
+       "the corpus cuts the same streams and segments; redrawn, each pass after the first "
+       "starts every stream at a new seeded offset",
+       [](RunConfig& c) -> F { return &c.data.stream_offsets; }},
       {"data.mask_prob",
        {},
        "bidirectional models (model.causal: false): probability that a position is hidden and "

@@ -174,6 +174,14 @@ void validate_tokenizer(const RunConfig& c) {
           "data.tokenizer.kind=sentencepiece needs a text corpus, not the task '{}'", d.source);
 }
 
+// data.stream_offsets moves contiguous streams; a run of random windows has none.
+void validate_stream_offsets(const RunConfig& c) {
+  require(c.data.stream_offsets == "fixed" || c.train.mem_len > 0 || c.model.knn_memory.enabled(),
+          "data.stream_offsets={} needs contiguous training streams (train.mem_len > 0 or a "
+          "model.knn_memory layer); random windows have no stream offsets",
+          c.data.stream_offsets);
+}
+
 void validate_task(const DataConfig& d, bool causal) {
   const bool item_range =
       d.task.min_items != TaskParams{}.min_items || d.task.max_items != TaskParams{}.max_items;
@@ -233,6 +241,7 @@ void validate(const RunConfig& config) {
   validate_choices(config);
   validate_model(config.model);
   validate_knn_memory(config.model);
+  validate_stream_offsets(config);
   if (config.model.layer_positions.empty()) validate_position_sizes(config.model.position);
   validate_data(config.data);
   validate_tokenizer(config);
