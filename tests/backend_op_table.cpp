@@ -62,14 +62,14 @@ void add_elementwise(std::vector<OpCase>& table) {
     const char* name;
     Tensor (*op)(const Tensor&, const Tensor&);
   } binaries[] = {{"add", add}, {"sub", sub}, {"mul", mul}, {"div", div}};
-  for (const auto& [name, op] : binaries) {
+  for (const auto& b : binaries) {
     // a: an offset view broadcast over axis 1; b: a transposed view broadcast over axis 0.
     table.push_back(
-        {.name = fmt::format("{} (4, 1, 6)[offset 1] . (6, 5)ᵀ", name),
+        {.name = fmt::format("{} (4, 1, 6)[offset 1] . (6, 5)ᵀ", b.name),
          .inputs = [](Rng& rng) -> Inputs {
            return {{normal({4, 1, 7}, rng)}, {uniform({6, 5}, rng, 0.5, 2.0)}};
          },
-         .forward = [op](Args x) { return op(slice(x[0], -1, 1, 7), transpose(x[1], 0, 1)); },
+         .forward = [f = b.op](Args x) { return f(slice(x[0], -1, 1, 7), transpose(x[1], 0, 1)); },
          .f32_tolerance = 1e-6,
          .f64_tolerance = 1e-14});
   }

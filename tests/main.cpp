@@ -4,10 +4,14 @@
 // Catch2's implementation compiles std::regex (its Matches matcher), where GCC 12 under
 // -fsanitize=address reports a false -Wmaybe-uninitialized inside libstdc++'s <regex>.
 // Silenced for this third-party header only, so -Werror stays on.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <catch2/catch.hpp>
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
 
 #include <unistd.h>
 

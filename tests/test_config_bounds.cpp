@@ -60,9 +60,10 @@ TEST_CASE("config: sizes whose products overflow are refused, naming the keys",
 
 TEST_CASE("config: every scheme's size keys are integer keys of that scheme", "[config][bounds]") {
   for (const PositionSchemeEntry& entry : position_schemes()) {
-    for (const auto& [key, limit] : entry.size_keys) {
+    for (const auto& size_key : entry.size_keys) {
+      const auto& key = size_key.first;
       INFO(entry.name << ": " << key);
-      CHECK(limit >= 1);
+      CHECK(size_key.second >= 1);
       CHECK(std::any_of(entry.keys.begin(), entry.keys.end(), [&](const SchemeKey& k) {
         return k.name == key && std::holds_alternative<std::int64_t>(k.default_value);
       }));

@@ -112,3 +112,61 @@ TEST_CASE("fuzz finding: a malformed link message is refused before HDF5 sees it
   REQUIRE_THROWS_AS(load_checkpoint(path), UsageError);
   REQUIRE_THROWS_WITH(load_checkpoint(path), Catch::StartsWith("checkpoint " + path.string()));
 }
+
+TEST_CASE("fuzz finding: an attribute message with parts past its end is refused before HDF5",
+          "[fuzz][checkpoint][hostile]") {
+  // Found by fuzz_checkpoint_resealed after about three minutes, once the two findings
+  // above were fixed: the dataspace size of /state's `step` attribute message changed
+  // from 4 to 516 in a 38-byte message. Before: HDF5 read past a heap block decoding it
+  // (H5Aexists -> H5O__msg_iterate_real -> memcpy; AddressSanitizer heap-buffer-overflow).
+  TempDir dir("fuzz_finding");
+  const fs::path path = dir.path() / "finding.h5";
+  std::string image = slurp(testing::source_dir() / "tests/fuzz/findings/attribute_space_size.h5");
+  fuzzing::reseal_checkpoint_image(image);
+  write_with_digest(path, image);
+  REQUIRE_THROWS_WITH(load_checkpoint(path),
+                      Catch::StartsWith("checkpoint " + path.string()) &&
+                          Catch::Contains("the attribute message at byte 33416") &&
+                          Catch::Contains("datatype or dataspace size past its end"));
+}
+
+TEST_CASE("fuzz finding: each malformed part of an attribute message is refused by name",
+          "[fuzz][checkpoint][hostile]") {
+  TempDir dir("fuzz_attribute");
+  Checkpoint c;
+  c.params["a.b"] = Tensor::from_data(std::vector<float>{1, 2, 3, 4}, {4});
+  c.config_yaml = "model: {}\n";
+  c.step = 3;
+  const fs::path saved = dir.path() / "saved.h5", edited = dir.path() / "edited.h5";
+  save_checkpoint(saved, c);
+  std::string image = slurp(saved);
+  // /state's `step` attribute, message version 3: version, flags, three part sizes,
+  // encoding, then the name "step\0", an 8-byte integer datatype and a scalar dataspace.
+  const std::size_t name = image.find(std::string("step\0", 5) + '\x10');
+  REQUIRE(name != std::string::npos);
+  const std::size_t message = name - 9, type = name + 5;
+  REQUIRE(image[message] == 3);
+  std::string reason;
+  SECTION("a name without its NUL") {
+    image[name + 4] = 'x';
+    reason = "has a name without its terminating NUL";
+  }
+  SECTION("a shared datatype") {
+    image[message + 1] = 1;
+    reason = "has a shared datatype or dataspace";
+  }
+  SECTION("a compound datatype") {
+    image[type] = static_cast<char>((image[type] & 0xf0) | 6);
+    reason = "has a datatype class relpos does not write";
+  }
+  SECTION("an element larger than the value") {
+    image[type + 4] = 16;
+    reason = "has a value larger than the message";
+  }
+  fuzzing::reseal_checkpoint_image(image);
+  write_with_digest(edited, image);
+  REQUIRE_THROWS_WITH(load_checkpoint(edited),
+                      Catch::StartsWith("checkpoint " + edited.string()) &&
+                          Catch::Contains("the attribute message at byte " +
+                                          std::to_string(message - 4) + " " + reason));
+}

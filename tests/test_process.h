@@ -4,6 +4,7 @@
 // run it to its end within a time limit and check its one-line error.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,13 +28,22 @@ inline std::vector<std::string> words(const std::string& line) {
   return {std::istream_iterator<std::string>(in), {}};
 }
 
-// Starts `RELPOS_CLI args...` in `dir` with stdout to dir/out and stderr to dir/err, and
-// `env` ("NAME=value" each) added to its environment.
+// A resource limit the child sets before it runs relpos, as `ulimit -v` (RLIMIT_AS) or
+// `ulimit -d` (RLIMIT_DATA) does; none when resource is negative.
+struct ChildLimit {
+  int resource = -1;
+  rlim_t bytes = 0;
+};
+
+// Starts `RELPOS_CLI args...` in `dir` with stdout to dir/out and stderr to dir/err,
+// `env` ("NAME=value" each) added to its environment and `limit` set.
 inline pid_t spawn_relpos(const std::vector<std::string>& args, const std::filesystem::path& dir,
-                          const std::vector<std::string>& env = {}) {
+                          const std::vector<std::string>& env = {}, ChildLimit limit = {}) {
   const pid_t pid = ::fork();
   REQUIRE(pid >= 0);
   if (pid > 0) return pid;
+  const struct rlimit value = {limit.bytes, limit.bytes};
+  if (limit.resource >= 0 && ::setrlimit(limit.resource, &value) != 0) ::_exit(126);
   for (const std::string& assignment : env) ::putenv(const_cast<char*>(assignment.c_str()));
   const int out = ::open((dir / "out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   const int err = ::open((dir / "err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -93,12 +103,12 @@ inline std::string read_back(const std::filesystem::path& file) {
 }
 
 // Runs `relpos args...` in `dir` (no shell: any path is one argument) to its end, at
-// most `seconds`, with `env` added to its environment; its stdout and stderr are dir/out
-// and dir/err.
+// most `seconds`, with `env` added to its environment and `limit` set; its stdout and
+// stderr are dir/out and dir/err.
 inline RelposResult relpos_in(const std::filesystem::path& dir,
                               const std::vector<std::string>& args, int seconds = 120,
-                              const std::vector<std::string>& env = {}) {
-  const int code = wait_at_most(spawn_relpos(args, dir, env), seconds);
+                              const std::vector<std::string>& env = {}, ChildLimit limit = {}) {
+  const int code = wait_at_most(spawn_relpos(args, dir, env, limit), seconds);
   return {code, read_back(dir / "out"), read_back(dir / "err")};
 }
 

@@ -3,11 +3,13 @@
 # checks the C++ formatting (tools/check-format.sh) and the file sizes
 # (tools/check-size.sh) and runs every test with ctest. Extra arguments go to the CMake
 # configure step. Exits non-zero if a check or any test fails; all of them always run.
+# The sanitizer suite and the fuzz smoke run share one instrumented build of their own:
+# tools/sanitize.sh (CI runs both scripts).
 #
 # tools/test.sh --quick: the edit-test loop's tier, a few minutes on 2 cores: builds the
 # executable and the Catch2 tests only, runs the two checks and every Catch2 test but
-# those tagged [slow] (whole training runs, child processes, mpirun, fuzzing and the
-# PyTorch fixtures are left to the full run).
+# those tagged [slow] (whole training runs, child processes, mpirun and the PyTorch
+# fixtures are left to the full run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 quick=0
@@ -25,12 +27,10 @@ tools/check-format.sh || format=1
 size=0
 tools/check-size.sh || size=1
 tests=0
-fuzz=0
 if [ "$quick" -eq 1 ]; then
   OMP_NUM_THREADS=2 build/tests/relpos_tests "~[slow]" || tests=1
 else
   (cd build && ctest --output-on-failure -j"$(nproc)") || tests=1
-  tools/fuzz-smoke.sh || fuzz=1  # libFuzzer smoke run, 60 s per target (SKIPPED without clang)
 fi
 if [ "$format" -ne 0 ]; then
   echo "relpos: the formatting check failed (files listed above)" >&2
@@ -38,4 +38,4 @@ fi
 if [ "$size" -ne 0 ]; then
   echo "relpos: the size check failed (files listed above)" >&2
 fi
-exit $((format | size | tests | fuzz))
+exit $((format | size | tests))

@@ -7,7 +7,9 @@
 
 #include <CLI/CLI.hpp>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <iostream>
 #include <new>
 #include <stdexcept>
@@ -17,6 +19,7 @@
 #include "autograd/error.h"
 #include "train/commands/commands.h"
 #include "train/distributed/distributed.h"
+#include "train/process_memory.h"
 #include "train/stop_signal.h"
 
 namespace {
@@ -41,16 +44,39 @@ std::string one_line(std::string message) {
   return message;
 }
 
-// The memory estimate (train/config/memory_estimate.h) refuses most such runs before they start.
+// The memory estimate (train/config/memory_estimate.h) refuses most such runs before they
+// start, and start_memory_check.cpp a memory limit too small for the libraries.
+// Under a memory limit (ulimit -v, ulimit -d, a cgroup's memory.max) the line names it.
 std::string out_of_memory() {
-  return "relpos: error: out of memory; reduce the sizes (model.d_model, model.d_ff, "
-         "model.n_layers, model.vocab, data.batch_size, data.seq_len, eval.lengths, "
-         "the model.position table sizes)\n";
+  const relpos::MemoryLimit limit = relpos::process_memory_limit();
+  return fmt::format(
+      "relpos: error: out of memory{}; reduce the sizes (model.d_model, model.d_ff, "
+      "model.n_layers, model.vocab, data.batch_size, data.seq_len, eval.lengths, "
+      "the model.position table sizes)\n",
+      limit.what.empty() ? "" : " under " + limit.what);
+}
+
+// A std::bad_alloc that escapes where nothing catches it (an OpenMP worker thread, a
+// noexcept function) ends in the same one line, exit 2, instead of SIGABRT.
+[[noreturn]] void terminate_out_of_memory() {
+  if (const std::exception_ptr escaped = std::current_exception()) {
+    try {
+      std::rethrow_exception(escaped);
+    } catch (const std::bad_alloc&) {
+      const std::string line = out_of_memory();
+      std::fwrite(line.data(), 1, line.size(), stderr);
+      std::fflush(stderr);
+      std::_Exit(2);
+    } catch (...) {
+    }
+  }
+  std::abort();
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::set_terminate(terminate_out_of_memory);
   // A reader that went away (`relpos train ... | head -1`) ends the printing, never the
   // run: writes to the broken pipe fail (std::cout stops) instead of killing the process.
   std::signal(SIGPIPE, SIG_IGN);

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "autograd/error.h"
@@ -18,6 +19,7 @@
 #include "data/data_source.h"
 #include "layers/position/registry.h"
 #include "train/config/config_value.h"
+#include "train/process_memory.h"
 
 namespace relpos {
 namespace {
@@ -186,6 +188,15 @@ void require_fits_in_memory(const RunConfig& config) {
           "the run would not fit in memory: it needs {}, but {} is available (MemAvailable, "
           "or RELPOS_MEMORY_LIMIT); reduce those sizes",
           e.describe(config), gib(available));
+  const MemoryLimit limit = process_memory_limit();
+  const int threads = config.train.threads > 0
+                          ? static_cast<int>(config.train.threads)
+                          : static_cast<int>(std::thread::hardware_concurrency());
+  const double libraries = library_working_bytes(std::max(threads, 1));
+  require(e.total() + libraries <= limit.headroom,
+          "the run would not fit under {}: it needs {}, and {} more for the libraries' working "
+          "buffers at {} threads; raise the limit or reduce those sizes",
+          limit.what, e.describe(config), gib(libraries), threads);
 }
 
 }  // namespace relpos

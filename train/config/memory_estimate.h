@@ -39,7 +39,10 @@ void require_bounded_sizes(const RunConfig& config);
 double available_memory_bytes();
 
 // Throws a UsageError naming the keys and the estimate when the run would not fit in
-// available_memory_bytes(). Called before a run allocates its model or data.
+// available_memory_bytes(), or, with the libraries' working buffers added
+// (library_working_bytes), under the process's tightest memory limit
+// (process_memory_limit, train/process_memory.h). Called before a run allocates its
+// model or data.
 void require_fits_in_memory(const RunConfig& config);
 
 }  // namespace relpos

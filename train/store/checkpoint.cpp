@@ -19,8 +19,8 @@
 #include "autograd/error.h"
 #include "train/store/atomic_file.h"
 #include "train/store/file_digest.h"
-#include "train/store/hdf5_addresses.h"
 #include "train/store/hdf5_errors.h"
+#include "train/store/hdf5_metadata_check.h"
 #include "train/store/hdf5_superblock.h"
 
 namespace relpos {
@@ -581,7 +581,7 @@ Checkpoint load_checkpoint(const fs::path& path, const DeclaredShapeCheck& check
     fail("checkpoint {}", digest_error.what());
   }
   check_superblock(image, file);
-  check_hdf5_addresses(image, file);
+  check_hdf5_metadata(image, file);
   try {
     const H5::H5File h5 = open_image(image);
     WalkLimits limits{file, image.size(), 0, {}};

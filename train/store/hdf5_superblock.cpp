@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "autograd/error.h"
+#include "train/store/hdf5_checksum.h"
 
 namespace relpos {
 namespace {
@@ -16,48 +17,6 @@ constexpr std::size_t kOffsetSizeOffset = 9;
 // addresses (base, extension, end of file, root object header), then the checksum.
 constexpr std::size_t kFixedBytes = 12;
 constexpr std::size_t kAddresses = 4;
-
-std::uint32_t rotate(std::uint32_t x, int k) { return (x << k) | (x >> (32 - k)); }
-
-std::uint32_t load_le32(const unsigned char* p) {
-  return std::uint32_t{p[0]} | std::uint32_t{p[1]} << 8 | std::uint32_t{p[2]} << 16 |
-         std::uint32_t{p[3]} << 24;
-}
-
-// Bob Jenkins' lookup3 hashlittle with initial value 0 (HDF5's H5_checksum_metadata).
-std::uint32_t lookup3(std::span<const unsigned char> key) {
-  std::uint32_t a, b, c;
-  a = b = c = 0xdeadbeef + static_cast<std::uint32_t>(key.size());
-  std::size_t length = key.size();
-  const unsigned char* k = key.data();
-  while (length > 12) {
-    a += load_le32(k);
-    b += load_le32(k + 4);
-    c += load_le32(k + 8);
-    a -= c, a ^= rotate(c, 4), c += b;
-    b -= a, b ^= rotate(a, 6), a += c;
-    c -= b, c ^= rotate(b, 8), b += a;
-    a -= c, a ^= rotate(c, 16), c += b;
-    b -= a, b ^= rotate(a, 19), a += c;
-    c -= b, c ^= rotate(b, 4), b += a;
-    length -= 12;
-    k += 12;
-  }
-  if (length == 0) return c;
-  unsigned char tail[12] = {};
-  std::memcpy(tail, k, length);
-  a += load_le32(tail);
-  b += load_le32(tail + 4);
-  c += load_le32(tail + 8);
-  c ^= b, c -= rotate(b, 14);
-  a ^= c, a -= rotate(c, 11);
-  b ^= a, b -= rotate(a, 25);
-  c ^= b, c -= rotate(b, 16);
-  a ^= c, a -= rotate(c, 4);
-  b ^= a, b -= rotate(a, 14);
-  c ^= b, c -= rotate(b, 24);
-  return c;
-}
 
 }  // namespace
 
@@ -80,8 +39,7 @@ void reseal_superblock(std::span<char> image) {
       kFixedBytes + kAddresses * static_cast<unsigned char>(image[kOffsetSizeOffset]);
   require(image.size() >= covered + 4,
           "reseal_superblock: the image is shorter than its superblock");
-  const auto* bytes = reinterpret_cast<const unsigned char*>(image.data());
-  const std::uint32_t checksum = lookup3({bytes, covered});
+  const std::uint32_t checksum = hdf5_metadata_checksum(image.first(covered));
   for (int i = 0; i < 4; ++i) image[covered + i] = static_cast<char>(checksum >> (8 * i));
 }
 
