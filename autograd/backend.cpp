@@ -71,7 +71,10 @@ void Backend::activation_forward(UnaryOp op, const Tensor& bias, std::int64_t ro
 
 void Backend::activation_backward(UnaryOp op, const Tensor& z, const Tensor& grad_y,
                                   std::int64_t rows, std::int64_t n, const Tensor& grad_z,
-                                  const Tensor& grad_bias) {
+                                  const Tensor& grad_bias, std::uint16_t* grad_z_bf16) {
+  if (grad_z_bf16 != nullptr)
+    throw InternalError(
+        fmt::format("activation_backward: {} writes no bf16 copy of grad_z", name_of(device())));
   if (!(op == UnaryOp::gelu_tanh || op == UnaryOp::gelu_erf || op == UnaryOp::relu))
     throw InternalError(fmt::format(
         "activation_backward: op {} needs y = f(z), which it is not given", static_cast<int>(op)));

@@ -34,13 +34,15 @@ struct GemmArgs {
   // bf16: f32 operands are rounded to bfloat16, products accumulate in f32 (CPU with oneDNN).
   Precision precision = Precision::fp32;
   // bf16 only. a_is_bf16 / b_is_bf16: that operand holds bfloat16 bits already (uint16, laid
-  // out as lda/stride_a or ldb/stride_b say) and is not rounded again. a_bf16_out: where to
-  // write A's rounding instead of a scratch block that lives for the call; A as stored
-  // (before op()), row-major without padding, batch entries one after another (one matrix
-  // when stride_a is 0). A later product may pass that copy back with a_is_bf16 (linear's
-  // dW reads its forward's rounding of x, autograd/ops/linear.cpp).
+  // out as lda/stride_a or ldb/stride_b say) and is not rounded again. a_bf16_out /
+  // b_bf16_out: where to write that operand's rounding instead of a scratch block that lives
+  // for the call; the operand as stored (before op()), row-major without padding, batch
+  // entries one after another (one matrix when its stride is 0). A later product may pass
+  // that copy back with a_is_bf16 / b_is_bf16 (linear's dW reads its forward's rounding of x,
+  // and every product reads the step's one rounding of W, autograd/ops/linear.cpp).
   bool a_is_bf16 = false, b_is_bf16 = false;
   std::uint16_t* a_bf16_out = nullptr;
+  std::uint16_t* b_bf16_out = nullptr;
 };
 
 // The gathers that express relative position terms. All index a row of Lk keys.
@@ -160,11 +162,13 @@ class Backend {
   // The backward of a linear layer's activation y = f(z), z viewed as (rows, n), for
   // an f whose derivative reads z alone (gelu_tanh, gelu_erf, relu): grad_z = grad_y
   // * f'(z), and, when grad_bias is defined, grad_bias[j] = the sum of grad_z[:, j]
-  // over rows in row order (as sum_axis). The default runs unary_backward and then
-  // sum_axis; a backend may fuse them into one pass.
+  // over rows in row order (as sum_axis). grad_z_bf16: null, or rows * n values that
+  // receive grad_z rounded to bf16 as a bf16 product rounds its operands (the layer's dx and
+  // dW products read them). The default runs unary_backward and then sum_axis and writes no
+  // bf16 copy; a backend may fuse them into one pass.
   virtual void activation_backward(UnaryOp op, const Tensor& z, const Tensor& grad_y,
                                    std::int64_t rows, std::int64_t n, const Tensor& grad_z,
-                                   const Tensor& grad_bias);
+                                   const Tensor& grad_bias, std::uint16_t* grad_z_bf16);
   // out = mask ? a : b; all three strided views expanded to out's shape, mask u8.
   virtual void where(const Tensor& mask, const Tensor& a, const Tensor& b, const Tensor& out) = 0;
 

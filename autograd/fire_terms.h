@@ -6,7 +6,8 @@
 // for a query at position i (its index among the keys, layers/scaled_attention.h) and
 // past keys j <= i. One MLP per layer, 1 -> hidden -> H; its output layer has no bias, as a
 // constant per head cancels in the softmax (its gradient would be zero). The flash kernel evaluates
-// it per tile (autograd/cpu/flash_fire.h), the other paths through ops (autograd/ops/fire_bias.h);
+// it piece by piece, as a linear function of x between the hidden units' switches along each query
+// row (autograd/cpu/flash_fire.h), the other paths through ops (autograd/ops/fire_bias.h);
 // docs/relative-kernels.md has the choice and its cost.
 #include "autograd/tensor.h"
 

@@ -4,6 +4,8 @@
 // backward.
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <utility>
 
 #include "autograd/dtype.h"
 
@@ -22,11 +24,23 @@ class Storage {
   std::uint64_t version() const { return version_; }
   void bump_version() { ++version_; }
 
+  // A block made from this one's values and kept with it, dying with it: a linear layer's
+  // weight keeps its bf16 rounding here (autograd/ops/bf16_weight.h). `version`: this
+  // block's version when it was made; offset, rows, cols: the view it was made from.
+  struct Derived {
+    std::shared_ptr<Storage> block;
+    std::uint64_t version = 0;
+    std::int64_t offset = 0, rows = 0, cols = 0;
+  };
+  const Derived& derived() const { return derived_; }
+  void set_derived(Derived derived) { derived_ = std::move(derived); }
+
  private:
   void* data_ = nullptr;
   std::size_t bytes_ = 0;
   Device device_;
   std::uint64_t version_ = 0;
+  Derived derived_;
 };
 
 }  // namespace relpos

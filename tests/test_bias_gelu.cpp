@@ -2,14 +2,16 @@
 // one pass is tested in test_linear.cpp): the CPU's fused pass against the backend's
 // composed default (add, then gelu), bit for bit and for 1 and 2 threads, and, under
 // train.precision=bf16, the bf16 copy of the GELU output that the pass hands to the next
-// layer's product against that product rounding its input itself. The op's fp64 gradient
-// check and its comparison with matmul + add + gelu are in test_linear.cpp.
+// layer's product against that product rounding its input itself; likewise the bf16 copy
+// of dz that the backward's pass writes for the layer's dx and dW products. The op's fp64
+// gradient check and its comparison with matmul + add + gelu are in test_linear.cpp.
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstring>
 #include <vector>
 
 #include "autograd/backend.h"
+#include "autograd/cpu/bf16_round.h"
 #include "autograd/cpu/cpu_backend.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/linear.h"
@@ -99,4 +101,55 @@ TEST_CASE(
     INFO(names[i]);
     CHECK(handed_on[i] == reference[i]);
   }
+}
+
+// The backward's pass rounds dz in column blocks, one per thread; the bits must be those of
+// rounding each whole row, as a product does (vcvtneps2bf16 in 16-value pieces, then the
+// row's tail), for 1 and 2 threads. n = 150: ragged blocks and a 6-value tail.
+TEST_CASE("GELU backward: the bf16 copy of dz equals each row rounded whole, 1 and 2 threads",
+          "[linear][bias_gelu][bf16]") {
+  Rng rng(44);
+  const std::int64_t rows = 130, n = 150;
+  const Tensor z = randn({rows, n}, rng, DType::f32, 2.0), gy = randn({rows, n}, rng);
+  CpuBackend& cpu = cpu_backend();
+  const int threads = num_threads();
+  std::vector<std::vector<std::uint16_t>> copies;
+  for (int t : {1, 2}) {
+    set_num_threads(t);
+    Tensor gz = Tensor::empty({rows, n}), gb = Tensor::empty({n});
+    Tensor gz_plain = Tensor::empty({rows, n}), gb_plain = Tensor::empty({n});
+    std::vector<std::uint16_t> gz16(static_cast<std::size_t>(rows * n), 0xffff);
+    cpu.activation_backward(UnaryOp::gelu_tanh, z, gy, rows, n, gz, gb, gz16.data());
+    cpu.activation_backward(UnaryOp::gelu_tanh, z, gy, rows, n, gz_plain, gb_plain, nullptr);
+    CHECK(f32_bits(gz) == f32_bits(gz_plain));  // writing the copy changes nothing else
+    CHECK(f32_bits(gb) == f32_bits(gb_plain));
+    std::vector<std::uint16_t> whole_rows(gz16.size());
+    for (std::int64_t r = 0; r < rows; ++r)
+      cpu::round_row_to_bf16(gz.data<float>() + r * n, n, whole_rows.data() + r * n);
+    CHECK(gz16 == whole_rows);
+    copies.push_back(gz16);
+  }
+  set_num_threads(threads);
+  CHECK(copies[0] == copies[1]);
+}
+
+// The MLP's first layer under bf16: its backward's pass rounds dz for both products. The
+// reference's bias needs no gradient, so that pass makes no copy and dx's product rounds dz
+// itself, as before.
+TEST_CASE(
+    "bf16: dz rounded by the GELU backward's pass gives the bits of the products rounding it "
+    "(skipped without bf16 products)",
+    "[linear][bias_gelu][bf16]") {
+  if (!testing::bf16_usable()) return;
+  const std::int64_t d = 40, hidden = 150;
+  Rng rng(45);
+  const Tensor x0 = randn({4, 19, d}, rng), w0 = randn({hidden, d}, rng, DType::f32, 0.2);
+  const Tensor b0 = randn({hidden}, rng), g = randn({4, 19, hidden}, rng);
+  auto run = [&](bool bias_grad) {
+    const PrecisionScope bf16(Precision::bf16);
+    const Tensor x = leaf(x0), w = leaf(w0), b = bias_grad ? leaf(b0) : b0.clone();
+    backward(linear(x, w, b, Activation::gelu_tanh), g);
+    return std::vector<std::vector<std::uint32_t>>{f32_bits(x.grad()), f32_bits(w.grad())};
+  };
+  CHECK(run(true) == run(false));
 }

@@ -94,8 +94,9 @@ TEST_CASE("linear: the CPU's fused activation backward equals the composed defau
   CpuBackend& cpu = cpu_backend();
   Tensor gz_fused = Tensor::empty({rows, n}), gb_fused = Tensor::empty({n});
   Tensor gz_default = Tensor::empty({rows, n}), gb_default = Tensor::empty({n});
-  cpu.activation_backward(UnaryOp::gelu_tanh, z, gy, rows, n, gz_fused, gb_fused);
-  cpu.Backend::activation_backward(UnaryOp::gelu_tanh, z, gy, rows, n, gz_default, gb_default);
+  cpu.activation_backward(UnaryOp::gelu_tanh, z, gy, rows, n, gz_fused, gb_fused, nullptr);
+  cpu.Backend::activation_backward(UnaryOp::gelu_tanh, z, gy, rows, n, gz_default, gb_default,
+                                   nullptr);
   // The same derivative and the same row order of the sums: the same bits.
   CHECK(gz_fused.to_vector() == gz_default.to_vector());
   CHECK(gb_fused.to_vector() == gb_default.to_vector());

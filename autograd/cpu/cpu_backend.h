@@ -22,7 +22,8 @@ class CpuBackend final : public Backend {
   void activation_forward(UnaryOp op, const Tensor& bias, std::int64_t rows, std::int64_t n,
                           const Tensor& z, const Tensor& y, std::uint16_t* y_bf16) override;
   void activation_backward(UnaryOp op, const Tensor& z, const Tensor& grad_y, std::int64_t rows,
-                           std::int64_t n, const Tensor& grad_z, const Tensor& grad_bias) override;
+                           std::int64_t n, const Tensor& grad_z, const Tensor& grad_bias,
+                           std::uint16_t* grad_z_bf16) override;
   void where(const Tensor& mask, const Tensor& a, const Tensor& b, const Tensor& out) override;
 
   void sum_axis(const Tensor& x, std::int64_t outer, std::int64_t n, std::int64_t inner,

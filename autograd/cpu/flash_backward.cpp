@@ -161,8 +161,7 @@ void backward_head(const BackwardTensors& t, const FlashGeometry& g, std::int64_
         }
         if (dclipped) clipped_gradient_row(g, blk, r, term_scale, dsr, dclipped + i * g.width);
         if (fire_base)
-          cpu::fire_gradient_row(fire, g, h, i, j0, n, dsr, scratch.fire_x.data(),
-                                 scratch.fire_dx.data(), fire_sums);
+          cpu::fire_gradient_row(fire, g, h, i, j0, n, dsr, scratch.fire_pieces, fire_sums);
       }
       if (xl && (dxq_all || dr)) {
         // E (rows, xl_width): the block's dlogits placed at their distance columns.

@@ -107,7 +107,7 @@ void for_clipped_ranges(const FlashGeometry& g, std::int64_t i, std::int64_t j0,
   if (band_end < end) body(band_end, end, 2 * g.clip, cr.band_offset);
 }
 
-// FIRE's per-call tables and per-row MLP (autograd/cpu/flash_fire.h).
+// FIRE's per-call tables and pieces (autograd/cpu/flash_fire.h).
 template <class T>
 struct FireTables;
 
@@ -126,10 +126,12 @@ void content_gemm(Precision precision, bool trans_a, bool trans_b, std::int64_t 
 
 // Per-thread scratch for one block, grown on first use and then reused (no
 // steady-state allocation): logits and their gradient (q_tile, k_tile), an XL
-// block (q_tile, xl_ld), and a block row's FIRE inputs and their gradient (k_tile).
+// block (q_tile, xl_ld), and a block row's FIRE gradient sums per piece (grown by
+// cpu::fire_gradient_row).
 template <class T>
 struct FlashScratch {
-  std::vector<T> logits, xl, grad, fire_x, fire_dx;
+  std::vector<T> logits, xl, grad;
+  std::vector<double> fire_pieces;
   static FlashScratch& local(const FlashGeometry& g) {
     thread_local FlashScratch scratch;
     const auto block = static_cast<std::size_t>(g.q_tile * g.k_tile);
@@ -137,9 +139,6 @@ struct FlashScratch {
     if (scratch.grad.size() < block) scratch.grad.resize(block);
     const auto xl = static_cast<std::size_t>(g.q_tile * g.xl_ld);
     if (scratch.xl.size() < xl) scratch.xl.resize(xl);
-    const auto row = static_cast<std::size_t>(g.k_tile);
-    if (scratch.fire_x.size() < row) scratch.fire_x.resize(row);
-    if (scratch.fire_dx.size() < row) scratch.fire_dx.resize(row);
     return scratch;
   }
 };
@@ -196,7 +195,7 @@ void block_logits(const FlashAttentionArgs& a, const FlashGeometry& g, std::int6
       const T* x = xl_scratch + r * g.xl_ld + blk.xl_shift(r);
       for (std::int64_t c = 0; c < n; ++c) row[c] += term_scale * x[c];
     }
-    if (fire) fire->add_bias(g, h, i, blk.j0, n, scratch.fire_x.data(), row);
+    if (fire) fire->add_bias(g, h, i, blk.j0, n, row);
     std::fill(row + n, row + blk.cols, -std::numeric_limits<T>::infinity());
     std::fill(row, row + blk.hidden(g, r), -std::numeric_limits<T>::infinity());
   }

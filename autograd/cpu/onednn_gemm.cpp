@@ -176,7 +176,7 @@ void onednn_gemm(const GemmArgs& g) {
   if (bf16) {
     const std::string why = bf16_unavailable_reason();
     require(why.empty(), "train.precision=bf16 is not available: {}", why);
-  } else if (g.a_is_bf16 || g.b_is_bf16 || g.a_bf16_out != nullptr) {
+  } else if (g.a_is_bf16 || g.b_is_bf16 || g.a_bf16_out != nullptr || g.b_bf16_out != nullptr) {
     throw InternalError("onednn_gemm: bf16 operands given to an fp32 product");
   }
   Stored a = stored_a(g), b = stored_b(g);
@@ -185,7 +185,7 @@ void onednn_gemm(const GemmArgs& g) {
   std::optional<Storage> a_scratch, b_scratch;  // freed when the call returns
   if (bf16) {
     a_data = bf16_operand(g.a, g.a_is_bf16, g.a_bf16_out, a, g.batch, a_scratch);
-    b_data = bf16_operand(g.b, g.b_is_bf16, nullptr, b, g.batch, b_scratch);
+    b_data = bf16_operand(g.b, g.b_is_bf16, g.b_bf16_out, b, g.batch, b_scratch);
   }
   State& st = state();
   const std::lock_guard lock(st.mutex);

@@ -4,6 +4,7 @@
 
 #include "autograd/backend.h"
 #include "autograd/ops/bf16_input.h"
+#include "autograd/ops/bf16_weight.h"
 #include "autograd/ops/check.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/tape.h"
@@ -33,11 +34,11 @@ struct Operand {
 
 // c (m, n) = op(a) op(b), plus c's current values when `accumulate`; all three
 // contiguous, op(a) (m, k), op(b) (k, n), op = transpose when the flag says so.
-// `precision`: the precision recorded with the op (autograd/precision.h). `a_bf16_out`:
-// where a bf16 product keeps its rounding of a (GemmArgs).
+// `precision`: the precision recorded with the op (autograd/precision.h). `a_bf16_out`,
+// `b_bf16_out`: where a bf16 product keeps its rounding of a or b (GemmArgs).
 void gemm_into(const Tensor& c, bool accumulate, const Operand& a, const Operand& b, std::int64_t m,
                std::int64_t n, std::int64_t k, Precision precision,
-               std::uint16_t* a_bf16_out = nullptr) {
+               std::uint16_t* a_bf16_out = nullptr, std::uint16_t* b_bf16_out = nullptr) {
   if (m == 0 || n == 0) return;
   if (k == 0) {
     if (!accumulate) backend_of(c).fill(c, 0.0);
@@ -59,6 +60,7 @@ void gemm_into(const Tensor& c, bool accumulate, const Operand& a, const Operand
   g.b = b.data;
   g.ldb = b.transposed ? k : n;
   g.b_is_bf16 = b.is_bf16;
+  g.b_bf16_out = b_bf16_out;
   g.c = c.raw_data();
   g.ldc = n;
   backend_of(c).gemm(g);
@@ -94,8 +96,22 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activat
   auto* const x16_bits = x16.bits ? static_cast<std::uint16_t*>(x16.bits->data()) : nullptr;
   const Operand x_operand =
       x16.rounded ? Operand{x16_bits, false, true} : Operand{xc.raw_data(), false};
-  gemm_into(z, bias_in_product, x_operand, {w.raw_data(), true}, rows, out, in, precision,
-            x16.rounded ? nullptr : x16_bits);
+  // bf16 on the CPU: W is rounded by the first product that reads it after it changed, and
+  // that copy is kept (autograd/ops/bf16_weight.h) for this layer's backward and every later
+  // product until the optimizer updates W.
+  const bool w_bf16 = precision == Precision::bf16 && w.dtype() == DType::f32 &&
+                      w.device() == Device::cpu && z.numel() > 0 && in > 0;
+  std::shared_ptr<Storage> w16 = w_bf16 ? find_bf16_weight(w) : nullptr;  // (out, in) bf16
+  const bool round_w = w_bf16 && !w16;
+  if (round_w)
+    w16 = std::make_shared<Storage>(static_cast<std::size_t>(out * in) * sizeof(std::uint16_t),
+                                    Device::cpu);
+  auto* const w16_bits = w16 ? static_cast<std::uint16_t*>(w16->data()) : nullptr;
+  const Operand w_operand =
+      w16 && !round_w ? Operand{w16_bits, true, true} : Operand{w.raw_data(), true};
+  gemm_into(z, bias_in_product, x_operand, w_operand, rows, out, in, precision,
+            x16.rounded ? nullptr : x16_bits, round_w ? w16_bits : nullptr);
+  if (round_w) keep_bf16_weight(w, w16);
   const UnaryOp op = UnaryOp::gelu_tanh;  // the only activation besides none
   Tensor y = z;                           // (rows, out): f(z)
   std::shared_ptr<Storage> y16;           // y rounded to bf16 (rows, out), for the next product
@@ -117,8 +133,9 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activat
   if (record) {
     const bool need_x = x.requires_grad(), need_w = weight.requires_grad();
     const bool need_b = bias.defined() && bias.requires_grad();
-    // The backward keeps only what it reads: x for dW (or its bf16 copy), W for dx, z for
-    // f'. Without an activation z is the output, which must not be kept alive.
+    // The backward keeps only what it reads: x for dW (or its bf16 copy), W for dx (under
+    // bf16 its kept rounding; W itself then only for the check that it did not change), z
+    // for f'. Without an activation z is the output, which must not be kept alive.
     const Tensor saved_x = need_w && !keep_bf16 ? xc : Tensor();
     const Tensor saved_w = need_x ? w : Tensor();
     const std::shared_ptr<Storage> kept_x16 = x16.bits;
@@ -129,22 +146,16 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activat
     const Shape x_shape = x.shape();
     Tape::current().record(
         activated ? "linear_gelu_tanh" : "linear", {x, weight, bias}, y,
-        [=, kept_y16 = y16](const Tensor& grad) {
+        [=, kept_y16 = y16, kept_w16 = need_x ? w16 : nullptr](const Tensor& grad) {
           (void)kept_y16;                       // held, not read: the next layer's product reads it
           const Tensor gy = grad.contiguous();  // (rows, out)
           Backend& be = backend_of(gy);
-          Tensor gz = gy;  // (rows, out): d(loss)/dz
-          const Tensor gb = need_b ? Tensor::empty({out}, gy.dtype(), gy.device()) : Tensor();
-          if (activated) {
-            gz = Tensor::empty(gy.shape(), gy.dtype(), gy.device());
-            be.activation_backward(op, saved_z, gy, rows, out, gz, gb);
-          } else if (need_b) {
-            be.sum_axis(gy, 1, rows, out, gb);
-          }
-          // bf16 on the CPU with both products: dx's product rounds dz into gz16 and dW's
-          // reads it there, so dz is rounded once (the bits of rounding it in each product).
+          // bf16 on the CPU with both products: dz is rounded once into gz16 (the bits of
+          // rounding it in each product), which both read: by the activation's pass where
+          // it has a bias gradient to sum (every MLP layer: no product reads dz in f32), else
+          // by dx's product.
           const bool share_gz16 = need_x && need_w && precision == Precision::bf16 &&
-                                  gz.dtype() == DType::f32 && gz.device() == Device::cpu &&
+                                  gy.dtype() == DType::f32 && gy.device() == Device::cpu &&
                                   rows > 0 && in > 0 && out > 0;
           const auto gz16 =
               share_gz16
@@ -152,11 +163,25 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activat
                         static_cast<std::size_t>(rows * out) * sizeof(std::uint16_t), Device::cpu)
                   : nullptr;
           auto* const gz16_bits = gz16 ? static_cast<std::uint16_t*>(gz16->data()) : nullptr;
+          const bool gz16_by_activation = activated && need_b && gz16;
+          Tensor gz = gy;  // (rows, out): d(loss)/dz
+          const Tensor gb = need_b ? Tensor::empty({out}, gy.dtype(), gy.device()) : Tensor();
+          if (activated) {
+            gz = Tensor::empty(gy.shape(), gy.dtype(), gy.device());
+            be.activation_backward(op, saved_z, gy, rows, out, gz, gb,
+                                   gz16_by_activation ? gz16_bits : nullptr);
+          } else if (need_b) {
+            be.sum_axis(gy, 1, rows, out, gb);
+          }
           Tensor gx, gw;
           if (need_x) {  // dx = dz W: (rows, out) @ (out, in)
             gx = Tensor::empty(x_shape, gy.dtype(), gy.device());
-            gemm_into(gx, false, {gz.raw_data(), false}, {saved_w.raw_data(), false}, rows, in, out,
-                      precision, gz16_bits);
+            const Operand w_saved = kept_w16 ? Operand{kept_w16->data(), false, true}
+                                             : Operand{saved_w.raw_data(), false};
+            const Operand dz = gz16_by_activation ? Operand{gz16_bits, false, true}
+                                                  : Operand{gz.raw_data(), false};
+            gemm_into(gx, false, dz, w_saved, rows, in, out, precision,
+                      gz16_by_activation ? nullptr : gz16_bits);
           }
           if (need_w) {  // dW = dzᵀ x: (out, rows) @ (rows, in)
             gw = Tensor::empty({out, in}, gy.dtype(), gy.device());

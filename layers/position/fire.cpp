@@ -3,8 +3,8 @@
 // 1 -> fire_hidden -> H without output bias (autograd/fire_terms.h). c and L_thr are learned per
 // layer and kept positive: c = exp(log_c), log_c initialised at log(fire_c); L_thr = fire_threshold
 // · exp(log_threshold_scale), initialised at 0 (the paper's code learns a multiplier of its initial
-// L). Causal only. The flash kernel evaluates the MLP per tile; gradients reach the MLP, c and
-// L_thr through it (docs/relative-kernels.md, "FIRE").
+// L). Causal only. The flash kernel evaluates the MLP piece by piece (it is piecewise linear in its
+// input); gradients reach the MLP, c and L_thr through it (docs/relative-kernels.md, "FIRE").
 #include <fmt/format.h>
 
 #include <algorithm>
