@@ -2,8 +2,9 @@
 // positions, in the same run: B=8, H=4, d_model=256 (head_dim 64), causal.
 // Usage: bench_attention [L ...] [--reps N] [--path flash|fused|composed] [--schemes t5,shaw]
 //        (rope-<kind>, e.g. rope-yarn: RoPE with that rope_scaling, 4x from 64;
-//        <scheme>@<W>, e.g. rope@128: with a causal sliding window of W, model.attention_window)
-//        [--cpu-time] [--bf16]
+//        <scheme>@<W>, e.g. rope@128: with a causal sliding window of W, model.attention_window;
+//        <scheme>+<kind>, e.g. none+log_length: with model.attention_temperature.kind=<kind>,
+//        log_length's train_len 64) [--cpu-time] [--bf16]
 // --bf16 times every scheme in fp32 and in bf16 (autograd/precision.h) in the same rounds,
 // both the attention alone (scaled_attention on q, k, v of (8, 4, L, 64) with the
 // scheme's rotation and terms) and the whole layer, and reports the minimum of the reps.
@@ -36,7 +37,8 @@ struct Layer {
 
 // `name` is a scheme, or rope-<kind>: RoPE with model.position.rope_scaling.kind=<kind>,
 // extending 4x from original_len 64 (e.g. rope-yarn, rope-dynamic_ntk); a suffix @<W>
-// adds a causal sliding window of W positions (e.g. rope@128).
+// adds a causal sliding window of W positions (e.g. rope@128), a suffix +<kind> an attention
+// temperature (e.g. none+learned, none+log_length@128).
 std::int64_t window_of(const std::string& name) {
   const auto at = name.find('@');
   return at == std::string::npos ? 0 : std::atoll(name.c_str() + at + 1);
@@ -46,7 +48,14 @@ Layer make_layer(const std::string& full_name, AttentionPath path) {
   Rng rng(7);
   const ModelDims dims{256, 4, 1, true};
   PositionConfig config;
-  const std::string name = full_name.substr(0, full_name.find('@'));
+  const auto at = full_name.find('@'), plus = full_name.find('+');
+  const std::string name = full_name.substr(0, std::min(at, plus));
+  AttentionTemperatureConfig temperature;
+  if (plus != std::string::npos) {
+    temperature.kind = full_name.substr(plus + 1, at == std::string::npos ? at : at - plus - 1);
+    temperature.train_len = 64;
+    validate_attention_temperature(temperature, dims.causal);
+  }
   const auto dash = name.find('-');
   config.scheme = name.substr(0, dash);
   if (dash != std::string::npos) {
@@ -59,7 +68,7 @@ Layer make_layer(const std::string& full_name, AttentionPath path) {
   layer.scheme = make_position_scheme(config, dims, rng);
   layer.window = window_of(full_name);
   layer.attention = std::make_unique<MultiHeadAttention>(dims, 0, *layer.scheme, path, rng, nullptr,
-                                                         0, layer.window);
+                                                         0, layer.window, temperature);
   return layer;
 }
 

@@ -8,8 +8,15 @@ namespace relpos {
 MultiHeadAttention::MultiHeadAttention(const ModelDims& dims, std::int64_t layer,
                                        const PositionScheme& scheme, AttentionPath path, Rng& rng,
                                        const AttentionChunk* chunk, std::int64_t knn_top_k,
-                                       std::int64_t window)
-    : dims_(dims), layer_(layer), scheme_(scheme), path_(path), chunk_(chunk), window_(window) {
+                                       std::int64_t window,
+                                       const AttentionTemperatureConfig& temperature)
+    : dims_(dims),
+      layer_(layer),
+      scheme_(scheme),
+      path_(path),
+      chunk_(chunk),
+      window_(window),
+      temperature_(temperature) {
   require(window >= 0 && (window == 0 || dims.causal),
           "attention: a sliding window ({}) must be >= 0 and needs causal attention", window);
   require(dims.n_heads > 0 && dims.d_model % dims.n_heads == 0,
@@ -18,6 +25,9 @@ MultiHeadAttention::MultiHeadAttention(const ModelDims& dims, std::int64_t layer
   k_ = &register_module("k", std::make_unique<Linear>(dims.d_model, dims.d_model, false, rng));
   v_ = &register_module("v", std::make_unique<Linear>(dims.d_model, dims.d_model, false, rng));
   o_ = &register_module("o", std::make_unique<Linear>(dims.d_model, dims.d_model, false, rng));
+  if (temperature.kind == "learned")
+    temperature_log_scale_ =
+        register_parameter("temperature", Tensor::zeros({dims.n_heads}), false);  // (H)
   if (knn_top_k > 0)
     knn_ = &register_module("knn", std::make_unique<KnnRetrieval>(dims.n_heads, knn_top_k));
 }
@@ -35,7 +45,10 @@ Tensor MultiHeadAttention::forward(const Tensor& x, std::int64_t start, const Te
   Tensor kv_input = mem_len > 0 ? concat({memory.detach(), x}, 1) : x;  // (B, M+L, d)
   const Tensor q_content = split_heads(q_->forward(x));                 // (B, H, L, D)
   const Tensor k_content = split_heads(k_->forward(kv_input));          // (B, H, M+L, D)
-  Tensor q = scheme_.rotate(q_content, start);
+  // The temperature scales the rotated queries; a per-row or per-head factor commutes
+  // with the rotation.
+  Tensor q = apply_attention_temperature(temperature_, scheme_.rotate(q_content, start), start,
+                                         temperature_log_scale_);
   Tensor k = scheme_.rotate(k_content, start - mem_len);
   Tensor v = split_heads(v_->forward(kv_input));  // (B, H, M+L, D)
   require(!(cache && knn), "attention: use either a KV cache or a kNN memory, not both");

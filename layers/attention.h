@@ -1,6 +1,7 @@
 #pragma once
 // Multi-head attention with a position scheme, causal or bidirectional, with an
 // optional KV cache (incremental decoding) and Transformer-XL segment memory.
+#include "layers/attention_temperature.h"
 #include "layers/knn_memory.h"
 #include "layers/linear.h"
 #include "layers/position/scheme.h"
@@ -17,11 +18,15 @@ class MultiHeadAttention : public Module {
  public:
   // `chunk`, if given, is read at every call (its size may change between batches).
   // `window` > 0: query p sees keys p - window < j <= p only (a causal sliding window).
+  // `temperature` scales the queries (layers/attention_temperature.h); kind learned
+  // registers the parameter "temperature" (H), zero-initialised.
   MultiHeadAttention(const ModelDims& dims, std::int64_t layer, const PositionScheme& scheme,
                      AttentionPath path, Rng& rng, const AttentionChunk* chunk = nullptr,
-                     std::int64_t knn_top_k = 0, std::int64_t window = 0);
+                     std::int64_t knn_top_k = 0, std::int64_t window = 0,
+                     const AttentionTemperatureConfig& temperature = {});
 
-  // x (B, L, d_model) holds positions start .. start+L-1. `memory` (B, M, d_model),
+  // x (B, L, d_model) holds positions start .. start+L-1 (absolute: log_length
+  // temperature reads them). `memory` (B, M, d_model),
   // if defined, holds the M positions before them (no gradient flows into it);
   // `cache`, if given, holds keys/values of earlier positions and is extended.
   // `knn`, if given (a kNN layer: knn_top_k > 0), is retrieved from, then extended
@@ -40,6 +45,8 @@ class MultiHeadAttention : public Module {
   AttentionPath path_;
   const AttentionChunk* chunk_;
   std::int64_t window_;
+  AttentionTemperatureConfig temperature_;
+  Tensor temperature_log_scale_;  // (H): learned temperature's t, the factor is exp(t)
   Linear* q_;
   Linear* k_;
   Linear* v_;

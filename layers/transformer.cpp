@@ -47,7 +47,8 @@ Block::Block(const ModelConfig& config, std::int64_t layer, const PositionScheme
   const std::int64_t knn_top_k = layer == config.knn_memory.layer ? config.knn_memory.top_k : 0;
   attn_ = &register_module(
       "attn", std::make_unique<MultiHeadAttention>(dims, layer, scheme, config.attention_path, rng,
-                                                   chunk, knn_top_k, layer_window(config, layer)));
+                                                   chunk, knn_top_k, layer_window(config, layer),
+                                                   config.attention_temperature));
   norm2_ = &register_module("norm2", std::make_unique<Norm>(config.norm, config.d_model));
   fc1_ =
       &register_module("mlp.fc1", std::make_unique<Linear>(config.d_model, config.d_ff, true, rng));
@@ -93,6 +94,7 @@ TransformerLM::TransformerLM(const ModelConfig& config, Rng& rng)
   for (std::int64_t l = 0; l < config.n_layers; ++l)
     require(layer_window(config, l) == 0 || config.causal,
             "model.attention_window: a sliding window needs causal attention (model.causal: true)");
+  validate_attention_temperature(config.attention_temperature, config.causal);
   const ModelDims dims = model_dims(config);
   embed_ =
       &register_module("embed", std::make_unique<Embedding>(config.vocab, config.d_model, rng));
@@ -197,6 +199,11 @@ Tensor TransformerLM::forward(const Tensor& tokens, DecodeState& state, bool use
 Tensor forward_segment(const TransformerLM& model, const Tensor& tokens,
                        std::vector<Tensor>& memory, std::int64_t mem_len, KnnMemory* knn) {
   if (mem_len == 0) return knn ? model.forward(tokens, 0, *knn) : model.forward(tokens);
+  // Positions here count from the oldest memory entry, not from the start of the stream.
+  require(!model.config().attention_temperature.reads_positions(),
+          "model.attention_temperature.kind=log_length reads each query's absolute position, "
+          "which segment-recurrent training and evaluation do not keep (their positions count "
+          "from the oldest memory entry); use kind none or learned, or no segment memory");
   DecodeState state;
   state.knn = knn;
   state.memory = std::move(memory);

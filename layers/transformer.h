@@ -40,6 +40,9 @@ struct ModelConfig {
   // model.attention_window: causal sliding windows; [] none, [W] every layer, or one entry per
   // layer (0: that layer attends to every earlier position).
   std::vector<std::int64_t> attention_window;
+  // model.attention_temperature: a factor on every layer's queries
+  // (layers/attention_temperature.h).
+  AttentionTemperatureConfig attention_temperature;
 };
 
 // The dimensions a position scheme and the attention see.

@@ -15,9 +15,11 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 compare=("$python" "$source_dir/tests/compare_fixtures.py")
 "$python" "$source_dir/tools/reference/positions_reference.py" --out "$out/positions" >/dev/null
+"$python" "$source_dir/tools/reference/temperature_reference.py" --out "$out/temperature" >/dev/null
 "$python" "$source_dir/tools/reference/optim_reference.py" --out "$out/optim_reference.json" >/dev/null
 status=0
 "${compare[@]}" "$out/positions" "$source_dir/tests/fixtures/positions" || status=1
+"${compare[@]}" "$out/temperature" "$source_dir/tests/fixtures/temperature" || status=1
 "${compare[@]}" "$out/optim_reference.json" \
   "$source_dir/tests/fixtures/optim/optim_reference.json" || status=1
 [ "$status" -eq 0 ] && echo "reference fixtures reproduce (floats to a relative 1e-12)"

@@ -1,5 +1,6 @@
 #pragma once
-// Loads the JSON fixtures written by tools/reference/positions_reference.py.
+// Loads the JSON fixtures written by tools/reference/positions_reference.py (folder
+// "positions") and tools/reference/temperature_reference.py ("temperature").
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -38,12 +39,12 @@ struct Fixture {
   }
 };
 
-inline std::filesystem::path fixture_dir() {
-  return source_dir() / "tests" / "fixtures" / "positions";
+inline std::filesystem::path fixture_dir(const std::string& folder = "positions") {
+  return source_dir() / "tests" / "fixtures" / folder;
 }
 
-inline Fixture load_fixture(const std::string& name) {
-  const auto path = fixture_dir() / (name + ".json");
+inline Fixture load_fixture(const std::string& name, const std::string& folder = "positions") {
+  const auto path = fixture_dir(folder) / (name + ".json");
   std::ifstream in(path);
   require(in.good(), "cannot open fixture {}", path.string());
   const nlohmann::json j = nlohmann::json::parse(in);
@@ -64,9 +65,9 @@ inline Fixture load_fixture(const std::string& name) {
 }
 
 // The attention cases (those with a "params" list), by name, sorted.
-inline std::vector<std::string> attention_fixtures() {
+inline std::vector<std::string> attention_fixtures(const std::string& folder = "positions") {
   std::vector<std::string> names;
-  for (const auto& file : std::filesystem::directory_iterator(fixture_dir())) {
+  for (const auto& file : std::filesystem::directory_iterator(fixture_dir(folder))) {
     if (file.path().extension() != ".json") continue;
     std::ifstream in(file.path());
     if (nlohmann::json::parse(in).contains("params")) names.push_back(file.path().stem().string());

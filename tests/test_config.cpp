@@ -49,6 +49,8 @@ void require_same(const RunConfig& a, const RunConfig& b) {
   CHECK(ma.causal == mb.causal);
   CHECK(ma.attention_path == mb.attention_path);
   CHECK(ma.attention_window == mb.attention_window);
+  CHECK(ma.attention_temperature.kind == mb.attention_temperature.kind);
+  CHECK(ma.attention_temperature.train_len == mb.attention_temperature.train_len);
   CHECK(ma.layer_positions == mb.layer_positions);
   CHECK(ma.attention_chunk.size == mb.attention_chunk.size);
   CHECK(ma.attention_chunk.left_chunks == mb.attention_chunk.left_chunks);
@@ -108,7 +110,7 @@ void require_same(const RunConfig& a, const RunConfig& b) {
 }
 
 // require_same compares this many keys; a new key must be added there too.
-constexpr std::size_t kComparedKeys = 84;
+constexpr std::size_t kComparedKeys = 86;
 
 // Every key set to a value other than its default (and valid together).
 const char* const kEveryKeyYaml = R"(model:
@@ -123,6 +125,9 @@ const char* const kEveryKeyYaml = R"(model:
   causal: false
   attention: composed
   attention_window: [0]  # a window (> 0) needs a causal model
+  attention_temperature:
+    kind: learned  # log_length needs a causal model
+    train_len: 50
   attention_chunk:
     size: 8
     left_chunks: 2
@@ -225,7 +230,8 @@ RunConfig every_key_expected() {
              {8, 2, true},
              {2, 96, 8},
              {},
-             {0}};
+             {0},
+             {"learned", 50}};
   PositionConfig& p = c.model.position;
   p.scheme = "shaw";
   p.set("max_len", std::int64_t{4096});

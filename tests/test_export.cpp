@@ -228,13 +228,16 @@ TEST_CASE("export round trip: the PyTorch twin matches relpos eval and sample",
   // A kNN layer: without --knn-size, relpos evaluates and samples it with its local
   // attention only, which is what the twin computes.
   // Per-layer schemes with sliding windows: two T5 groups (shared and per-layer tables),
-  // and the every rule with RoPE + window layers and a global NoPE layer.
+  // and the every rule with RoPE + window layers and a global NoPE layer. The attention
+  // temperature: log_length (evaluated at twice L_train too) and learned.
   std::vector<std::string> variants{
       "model.norm=rmsnorm model.tie_embeddings=false",
       "model.position.scheme=t5 model.knn_memory.layer=1 model.knn_memory.size=48 "
       "model.knn_memory.top_k=4",
       "'model.position=[t5, {scheme: t5, per_layer: true}]' 'model.attention_window=[3, 0]'",
-      "'model.position={every: 2, scheme: none, else: rope}' 'model.attention_window=[5, 0]'"};
+      "'model.position={every: 2, scheme: none, else: rope}' 'model.attention_window=[5, 0]'",
+      "model.position.scheme=none model.attention_temperature.kind=log_length",
+      "model.position.scheme=rope model.attention_temperature.kind=learned"};
   for (const relpos::PositionSchemeEntry& entry : relpos::position_schemes()) {
     std::vector<std::vector<std::pair<std::string, relpos::OptionValue>>> settings =
         entry.test_variants;

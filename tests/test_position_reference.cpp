@@ -11,6 +11,7 @@
 #include "layers/position/alibi_slopes.h"
 #include "layers/position/sinusoid.h"
 #include "layers/position/t5_buckets.h"
+#include "reference_scheme.h"
 #include "scheme_harness.h"
 #include "test_helpers.h"
 
@@ -19,67 +20,25 @@ using testing::Fixture;
 
 namespace {
 
-// Our name for a name of the reference's (PositionSchemeEntry::reference_names).
-std::string our_name(const PositionSchemeEntry& entry, const std::string& name) {
-  for (const auto& [theirs, ours] : entry.reference_names)
-    if (theirs == name) return ours;
-  return name;
-}
-
-// The fixture's config as the scheme's config and the model's dims.
-std::pair<PositionConfig, ModelDims> scheme_config(const PositionSchemeEntry& entry,
-                                                   const nlohmann::json& c) {
-  const std::int64_t heads = c["H"], d = c["D"];
-  const ModelDims dims{c.value("d_model", heads * d), heads, 1, c["causal"], d};
-  PositionConfig config;
-  config.scheme = entry.name;
-  const PositionConfig defaults;
-  for (const auto& item : c.items()) {
-    const std::string& name = item.key();
-    const auto& value = item.value();
-    if (name == "B" || name == "H" || name == "D" || name == "Lq" || name == "Lk" ||
-        name == "causal" || name == "d_model" || name == "window")
-      continue;
-    INFO("fixture config key " << name);
-    OptionValue& option = config.at(our_name(entry, name));  // throws for an unknown key
-    std::visit([&](auto& v) { v = value.get<std::decay_t<decltype(v)>>(); }, option);
-  }
-  return {config, dims};
-}
-
 // Builds the scheme from the fixture through the registry, loads the fixture's parameters
 // into it and compares the output and every gradient with the reference.
 void check_against_fixture(const std::string& name, DType dtype, AttentionPath path) {
   const Fixture f = testing::load_fixture(name);
-  const PositionSchemeEntry* entry = find_position_scheme(f.scheme);
-  REQUIRE(entry != nullptr);
-  const auto [config, dims] = scheme_config(*entry, f.config);
-  Rng rng(1);
-  const auto scheme = make_position_scheme(config, dims, rng);
-  std::map<std::string, Tensor> leaves;  // q, k, v and the scheme's parameters
-  for (const char* input : {"q", "k", "v"}) leaves[input] = f.leaf(input, dtype);
-  std::vector<std::string> names;  // the reference's names of our parameters
-  std::vector<Tensor> values;
-  for (const NamedParameter& p : scheme->parameters()) {
-    names.push_back(p.name);
-    for (const auto& [theirs, ours] : entry->reference_names)
-      if (ours == p.name) names.back() = theirs;
-    values.push_back(f.at(names.back()));
-  }
+  testing::ReferenceScheme r = testing::reference_scheme(f, dtype);
   // Every reference parameter is one of ours.
-  REQUIRE(std::set<std::string>(names.begin(), names.end()) ==
-          std::set<std::string>(f.params.begin(), f.params.end()));
-  const auto parameters = testing::set_parameters(*scheme, values, dtype);
-  for (std::size_t i = 0; i < parameters.size(); ++i) leaves[names[i]] = parameters[i];
+  std::set<std::string> names;
+  for (const auto& [leaf, tensor] : r.leaves)
+    if (leaf != "q" && leaf != "k" && leaf != "v") names.insert(leaf);
+  REQUIRE(names == std::set<std::string>(f.params.begin(), f.params.end()));
   const double tol = dtype == DType::f64 ? 1e-9 : 1e-4;
   INFO(name << " " << name_of(path) << " " << name_of(dtype));
   AttentionChunk band;  // a sliding window (model.attention_window) when the case has one
   band.window = f.config.value("window", std::int64_t{0});
-  const Tensor out = testing::attention_through(*scheme, leaves["q"], leaves["k"], leaves["v"],
-                                                dims.causal, path, 0, band);
+  const Tensor out = testing::attention_through(*r.scheme, r.leaves["q"], r.leaves["k"],
+                                                r.leaves["v"], r.dims.causal, path, 0, band);
   testing::require_close(out.to_vector(), f.at("out").to_vector(), tol);
   backward(out, f.at("grad_out").to(dtype));
-  for (const auto& [leaf, tensor] : leaves) {
+  for (const auto& [leaf, tensor] : r.leaves) {
     INFO("gradient of " << leaf);
     REQUIRE(tensor.grad().defined());
     testing::require_close(tensor.grad().to_vector(), f.at("grad_" + leaf).to_vector(), tol);

@@ -54,12 +54,15 @@ std::vector<std::string> lines_of(const fs::path& file) {
 TEST_CASE("resume is bit-exact: N steps straight equal k steps, resume, N-k steps",
           "[trainer][slow]") {
   // Randomized positions are drawn per step from the step's seed, so a resume draws them again.
+  // The attention temperature: learned's scales are parameters with optimizer state.
   const std::vector<std::pair<std::string, std::vector<std::string>>> runs = {
       {"t5", {}},
       {"shaw", {}},
       {"xl", {}},
       {"rope", {"model.position.randomized_max_len=64"}},
-      {"fire", {"model.position.fire_hidden=8", "model.position.fire_threshold=4"}}};
+      {"fire", {"model.position.fire_hidden=8", "model.position.fire_threshold=4"}},
+      {"none", {"model.attention_temperature.kind=learned"}},
+      {"alibi", {"model.attention_temperature.kind=log_length"}}};
   for (const auto& [scheme, extra] : runs) {
     INFO("scheme " << scheme);
     TempDir straight("trainer_straight"), resumed("trainer_resumed");

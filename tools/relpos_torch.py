@@ -312,12 +312,29 @@ class PositionScheme(torch.nn.Module):
 
 
 class Attention(torch.nn.Module):
-    def __init__(self, d_model, n_heads, layer, position, window):
+    def __init__(self, d_model, n_heads, layer, position, window, temperature):
         super().__init__()
         self.heads, self.layer, self.window = n_heads, layer, window  # window 0: none
         self.position = [position]  # shared with the model, not a submodule here
         for name in ("q", "k", "v", "o"):
             setattr(self, name, torch.nn.Linear(d_model, d_model, bias=False))
+        # model.attention_temperature: a factor on the rotated queries.
+        self.temperature_config = temperature
+        if temperature["kind"] == "learned":  # exp(t_h) per head: attn.temperature
+            self.temperature = torch.nn.Parameter(torch.zeros(n_heads))
+        elif temperature["kind"] not in ("none", "log_length"):
+            raise ExportError(f"model.attention_temperature.kind {temperature['kind']!r} is unknown to this twin")
+
+    def temper(self, q, start):
+        """q (B, H, L, D) at positions start.. times its temperature."""
+        kind = self.temperature_config["kind"]
+        if kind == "log_length":  # ln(n) / ln(L_train), n the 1-based position
+            n = torch.arange(start + 1, start + q.shape[2] + 1, dtype=torch.float64)
+            factor = torch.log(n) / math.log(self.temperature_config["train_len"])
+            return q * factor.to(q.dtype)[:, None]
+        if kind == "learned":
+            return q * torch.exp(self.temperature)[None, :, None, None]
+        return q
 
     def split(self, x):  # (B, L, d) -> (B, H, L, D)
         b, length, d = x.shape
@@ -325,7 +342,7 @@ class Attention(torch.nn.Module):
 
     def forward(self, x, start):
         position = self.position[0]
-        q = position.rotate(self.split(self.q(x)), start)
+        q = self.temper(position.rotate(self.split(self.q(x)), start), start)
         k = position.rotate(self.split(self.k(x)), start)
         v = self.split(self.v(x))
         length = x.shape[1]
@@ -345,7 +362,8 @@ class Block(torch.nn.Module):
         super().__init__()
         d = cfg["d_model"]
         self.norm1 = Norm(cfg["norm"], d)
-        self.attn = Attention(d, cfg["n_heads"], layer, position, window)
+        temperature = cfg.get("attention_temperature", {"kind": "none"})
+        self.attn = Attention(d, cfg["n_heads"], layer, position, window, temperature)
         self.norm2 = Norm(cfg["norm"], d)
         self.mlp = torch.nn.Module()
         self.mlp.fc1 = torch.nn.Linear(d, cfg["d_ff"])

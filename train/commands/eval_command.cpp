@@ -66,6 +66,9 @@ nlohmann::json run_with_memory(const EvalOptions& o, RunState& state,
   require(!segment_memory || !state.model->positions_depend_on_length(),
           "--mem-len: model.position.rope_scaling.kind=dynamic_ntk rotates every position by the "
           "sequence length, so earlier segments' hidden states cannot be reused");
+  require(!segment_memory || !c.model.attention_temperature.reads_positions(),
+          "--mem-len: model.attention_temperature.kind=log_length reads absolute query positions, "
+          "which segment memory does not keep");
   const auto* corpus = dynamic_cast<const CorpusSource*>(state.data.get());
   require(corpus != nullptr, "--mem-len: needs a text corpus as data source, not '{}'",
           c.data.source);

@@ -75,6 +75,10 @@ class ConfigBuilder {
       config_.model.vocab =
           load_sentencepiece(read_tokenizer_model(model), "data.tokenizer.model '" + model + "'")
               ->vocab_size();
+    // log_length's L_train: the training length unless set, kept in the resolved config.
+    AttentionTemperatureConfig& temperature = config_.model.attention_temperature;
+    if (temperature.kind == "log_length" && temperature.train_len == 0)
+      temperature.train_len = config_.data.seq_len;
     clamp_warmup_to_steps();
     validate(config_);
     return config_;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "layers/attention_temperature.h"
 #include "layers/position/registry.h"
 
 namespace relpos {
@@ -63,6 +64,16 @@ std::vector<ConfigKey> model_keys() {
        "causal sliding-window attention: query i sees keys i - W < j <= i. []: none; [W]: every "
        "layer; or one W per layer (0: that layer sees every earlier position)",
        [](RunConfig& c) -> F { return &c.model.attention_window; }},
+      {"model.attention_temperature.kind", attention_temperature_kinds(),
+       "a factor on every query (docs/position-schemes.md, \"Attention temperature\"): none; "
+       "log_length: ln(n) / ln(train_len) for the query at 1-based position n; learned: exp(t_h), "
+       "t a zero-initialised parameter per head and layer",
+       [](RunConfig& c) -> F { return &c.model.attention_temperature.kind; }},
+      {"model.attention_temperature.train_len",
+       {},
+       "L_train of log_length; 0 (unset): data.seq_len, stored in the resolved config so that "
+       "evaluation at other lengths keeps the training length",
+       [](RunConfig& c) -> F { return &c.model.attention_temperature.train_len; }},
       {"model.attention_chunk.size",
        {},
        "chunked streaming attention (docs/streaming.md), bidirectional models only: positions "

@@ -7,6 +7,7 @@
 
 #include "autograd/error.h"
 #include "data/masking.h"
+#include "layers/attention_temperature.h"
 #include "layers/position/registry.h"
 #include "train/config/config.h"
 #include "train/config/config_schema.h"
@@ -90,6 +91,7 @@ void validate_model(const ModelConfig& m) {
           m.vocab, kMaskToken, kMaskedVocabSize);
   validate_attention_chunk(m);
   validate_attention_window(m);
+  validate_attention_temperature(m.attention_temperature, m.causal);
 }
 
 // model.knn_memory: checked whether or not a layer is chosen (the sizes have defaults).
@@ -267,6 +269,10 @@ void validate_recurrence(const RunConfig& c) {
             c.train.mem_len);
   }
   require(c.model.causal, "train.mem_len={} needs model.causal: true", c.train.mem_len);
+  require(!c.model.attention_temperature.reads_positions(),
+          "train.mem_len={} cannot be used with model.attention_temperature.kind=log_length (it "
+          "reads absolute query positions, which segment memory does not keep)",
+          c.train.mem_len);
   require(!task_from_name(c.data.source),
           "train.mem_len={} needs a text corpus as data.source, not the synthetic task '{}'",
           c.train.mem_len, c.data.source);
