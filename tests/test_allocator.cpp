@@ -57,6 +57,18 @@ TEST_CASE("allocator: freed blocks of every size are reused", "[allocator]") {
   }
 }
 
+// AddressSanitizer's build: GCC defines __SANITIZE_ADDRESS__, clang has the feature test.
+#if defined(__SANITIZE_ADDRESS__)
+#define RELPOS_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RELPOS_ASAN 1
+#endif
+#endif
+#ifndef RELPOS_ASAN
+#define RELPOS_ASAN 0
+#endif
+
 namespace {
 
 // Resident memory of this process (VmRSS), in bytes.
@@ -71,7 +83,7 @@ std::size_t resident_bytes() {
 
 TEST_CASE("allocator: freed blocks of ever new sizes do not pile up in the cache",
           "[allocator][memory]") {
-#if defined(__SANITIZE_ADDRESS__)
+#if RELPOS_ASAN
   // AddressSanitizer keeps freed memory in its quarantine: resident memory then says
   // nothing of the allocator's cache.
   WARN("SKIPPED: resident memory is AddressSanitizer's under -fsanitize=address");

@@ -6,8 +6,9 @@
 // degree-6 polynomial for e^r on |r| <= ln2/2 (the classic Cephes coefficients),
 // and 2^n built in the exponent bits; relative error below 1e-7 (at most 8.2e-8
 // over [-87, 87]). Inputs below log(FLT_MIN) give exactly 0, so results are never
-// denormal; -inf gives 0; inputs above 88 give e^88. double keeps std::exp: it
-// serves the fp64 gradient checks, not speed.
+// denormal; -inf gives 0; inputs above 88 give e^88; NaN gives NaN (a diverging run
+// must show it), and never reaches the float-to-int conversion, where it would be
+// undefined. double keeps std::exp: it serves the fp64 gradient checks, not speed.
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -20,7 +21,7 @@ inline float exp_approx(float x) {
   constexpr float kMin = -87.3365447f;   // log(FLT_MIN): smaller inputs underflow to 0
   constexpr float kMax = 88.0f;          // below log(FLT_MAX), so 2^n stays finite
   constexpr float kRound = 12582912.0f;  // 1.5·2^23: adding it rounds to an integer
-  const float clamped = x < kMin ? kMin : (x > kMax ? kMax : x);
+  const float clamped = x > kMin ? (x < kMax ? x : kMax) : kMin;  // NaN: kMin
   const float n = (clamped * kLog2e + kRound) - kRound;
   const float r = (clamped - n * kLn2Hi) - n * kLn2Lo;
   float p = 1.9875691500e-4f;
@@ -31,7 +32,7 @@ inline float exp_approx(float x) {
   p = p * r + 5.0000001201e-1f;
   const float e_r = p * r * r + r + 1.0f;
   const float two_n = std::bit_cast<float>((static_cast<std::int32_t>(n) + 127) << 23);
-  return x < kMin ? 0.0f : e_r * two_n;
+  return x < kMin ? 0.0f : (std::isnan(x) ? x : e_r * two_n);
 }
 
 inline double exp_approx(double x) { return std::exp(x); }
