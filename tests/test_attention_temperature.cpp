@@ -14,6 +14,7 @@
 #include "autograd/ops/reduce.h"
 #include "autograd/ops/shape.h"
 #include "autograd/tape.h"
+#include "decoding_check.h"
 #include "fixture.h"
 #include "layers/attention_temperature.h"
 #include "layers/transformer.h"
@@ -61,13 +62,6 @@ void spread_learned_scales(const TransformerLM& model) {
         p.tensor.data<float>()[h] = static_cast<float>(std::log(0.5) + 0.45 * h);
 }
 
-Tensor random_tokens(std::int64_t batch, std::int64_t len, std::int64_t vocab, Rng& rng) {
-  Tensor t = Tensor::empty({batch, len}, DType::i64);
-  for (std::int64_t i = 0; i < t.numel(); ++i)
-    t.data<std::int64_t>()[i] = static_cast<std::int64_t>(rng.below(vocab));
-  return t;
-}
-
 }  // namespace
 
 TEST_CASE("attention temperature: log_length's factors, learned's parameter",
@@ -100,7 +94,7 @@ TEST_CASE("attention temperature: learned starts as none, bit for bit",
     Rng a(11), b(11), data(12);
     TransformerLM plain(small_model(scheme, "none", AttentionPath::flash), a);
     TransformerLM learned(small_model(scheme, "learned", AttentionPath::flash), b);
-    const Tensor tokens = random_tokens(2, 9, 32, data);
+    const Tensor tokens = testing::random_ids(2, 9, 32, data);
     NoGradGuard no_grad;
     CHECK(plain.forward(tokens).to_vector() == learned.forward(tokens).to_vector());
   }
@@ -140,7 +134,7 @@ TEST_CASE("attention temperature in a model: flash = fused = composed, logits an
     for (const std::string kind : {"log_length", "learned"}) {
       INFO(scheme << " " << kind);
       Rng data(31);
-      const Tensor tokens = random_tokens(2, 11, 32, data);
+      const Tensor tokens = testing::random_ids(2, 11, 32, data);
       std::vector<Tensor> logits, grads;
       for (AttentionPath path :
            {AttentionPath::flash, AttentionPath::fused, AttentionPath::composed}) {
@@ -175,19 +169,10 @@ TEST_CASE("attention temperature: KV-cache decoding and segment memory equal ful
       model.set_training(false);
       NoGradGuard no_grad;
       const std::int64_t len = 12;
-      const Tensor tokens = random_tokens(2, len, 32, rng);
+      const Tensor tokens = testing::random_ids(2, len, 32, rng);
       const Tensor full = model.forward(tokens);  // (2, L, V)
-      // A prompt of 5, then one token at a time: position n counts from the sequence start.
-      DecodeState state;
-      std::vector<Tensor> pieces{model.forward(slice(tokens, 1, 0, 5), state, true)};
-      for (std::int64_t t = 5; t < len; ++t)
-        pieces.push_back(model.forward(slice(tokens, 1, t, t + 1), state, true));
-      testing::require_close(concat(pieces, 1).to_vector(), full.to_vector(), 2e-5);
-      // Segments of 6 with a memory covering the past, positions absolute.
-      DecodeState segments;
-      const Tensor first = model.forward(slice(tokens, 1, 0, 6), segments, false, 6);
-      const Tensor second = model.forward(slice(tokens, 1, 6, 12), segments, false, 6);
-      testing::require_close(concat({first, second}, 1).to_vector(), full.to_vector(), 2e-5);
+      // KV cache and segment memory: query position n counts from the sequence start.
+      testing::require_decoding_equals_full(model, tokens, full);
       // The temperature matters: the same weights without it give other logits.
       Rng same(41);
       ModelConfig plain_config = small_model(scheme, "none", AttentionPath::flash);

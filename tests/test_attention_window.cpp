@@ -10,6 +10,7 @@
 #include "autograd/ops/mask.h"
 #include "autograd/ops/shape.h"
 #include "autograd/tape.h"
+#include "decoding_check.h"
 #include "layers/transformer.h"
 #include "scheme_harness.h"
 #include "test_helpers.h"
@@ -116,13 +117,6 @@ ModelConfig windowed_model(const std::string& scheme, AttentionPath path) {
   return c;
 }
 
-Tensor random_tokens(std::int64_t batch, std::int64_t len, std::int64_t vocab, Rng& rng) {
-  Tensor t = Tensor::empty({batch, len}, DType::i64);
-  for (std::int64_t i = 0; i < t.numel(); ++i)
-    t.data<std::int64_t>()[i] = static_cast<std::int64_t>(rng.below(vocab));
-  return t;
-}
-
 }  // namespace
 
 TEST_CASE("a windowed hybrid model: KV-cache decoding and segment memory equal full recompute",
@@ -136,7 +130,7 @@ TEST_CASE("a windowed hybrid model: KV-cache decoding and segment memory equal f
       model.set_training(false);
       NoGradGuard no_grad;
       const std::int64_t len = 12;
-      const Tensor tokens = random_tokens(2, len, 32, rng);
+      const Tensor tokens = testing::random_ids(2, len, 32, rng);
       const Tensor full = model.forward(tokens);  // (2, L, V)
       // The window matters: the same weights without it give other logits.
       ModelConfig unwindowed = config;
@@ -145,17 +139,7 @@ TEST_CASE("a windowed hybrid model: KV-cache decoding and segment memory equal f
       TransformerLM global(unwindowed, same);
       global.set_training(false);
       CHECK(largest_difference(global.forward(tokens), full) > 1e-4);
-      // A prompt of 5 tokens, then one token at a time.
-      DecodeState state;
-      std::vector<Tensor> pieces{model.forward(slice(tokens, 1, 0, 5), state, true)};
-      for (std::int64_t t = 5; t < len; ++t)
-        pieces.push_back(model.forward(slice(tokens, 1, t, t + 1), state, true));
-      testing::require_close(concat(pieces, 1).to_vector(), full.to_vector(), 2e-5);
-      // Segments of 6 with a memory covering the past.
-      DecodeState segments;
-      const Tensor first = model.forward(slice(tokens, 1, 0, 6), segments, false, 6);
-      const Tensor second = model.forward(slice(tokens, 1, 6, 12), segments, false, 6);
-      testing::require_close(concat({first, second}, 1).to_vector(), full.to_vector(), 2e-5);
+      testing::require_decoding_equals_full(model, tokens, full);
     }
   }
 }

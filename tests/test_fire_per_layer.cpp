@@ -10,6 +10,7 @@
 #include "autograd/ops/reduce.h"
 #include "autograd/ops/shape.h"
 #include "autograd/tape.h"
+#include "decoding_check.h"
 #include "layers/position/registry.h"
 #include "layers/transformer.h"
 #include "scheme_harness.h"
@@ -44,13 +45,6 @@ ModelConfig fire_rope_model(AttentionPath path) {
   return c;
 }
 
-Tensor random_tokens(std::int64_t batch, std::int64_t len, std::int64_t vocab, Rng& rng) {
-  Tensor t = Tensor::empty({batch, len}, DType::i64);
-  for (std::int64_t i = 0; i < t.numel(); ++i)
-    t.data<std::int64_t>()[i] = static_cast<std::int64_t>(rng.below(vocab));
-  return t;
-}
-
 }  // namespace
 
 namespace {
@@ -65,7 +59,7 @@ struct PathResults {
 
 PathResults results_on_every_path() {
   Rng data(51);
-  const Tensor tokens = random_tokens(2, 13, 32, data);
+  const Tensor tokens = testing::random_ids(2, 13, 32, data);
   PathResults r;
   for (AttentionPath path : {AttentionPath::flash, AttentionPath::fused, AttentionPath::composed}) {
     Rng rng(50);
@@ -120,17 +114,9 @@ TEST_CASE("FIRE in a per-layer list: KV-cache decoding and segment memory equal 
     model.set_training(false);
     NoGradGuard no_grad;
     const std::int64_t len = 12;
-    const Tensor tokens = random_tokens(2, len, 32, rng);
+    const Tensor tokens = testing::random_ids(2, len, 32, rng);
     const Tensor full = model.forward(tokens);  // (2, L, V)
-    DecodeState state;
-    std::vector<Tensor> pieces{model.forward(slice(tokens, 1, 0, 5), state, true)};
-    for (std::int64_t t = 5; t < len; ++t)
-      pieces.push_back(model.forward(slice(tokens, 1, t, t + 1), state, true));
-    testing::require_close(concat(pieces, 1).to_vector(), full.to_vector(), 2e-5);
-    DecodeState segments;
-    const Tensor first = model.forward(slice(tokens, 1, 0, 6), segments, false, 6);
-    const Tensor second = model.forward(slice(tokens, 1, 6, 12), segments, false, 6);
-    testing::require_close(concat({first, second}, 1).to_vector(), full.to_vector(), 2e-5);
+    testing::require_decoding_equals_full(model, tokens, full);
   }
 }
 
@@ -153,7 +139,7 @@ TEST_CASE("FIRE in a per-layer list: a checkpoint restores every parameter and t
     CHECK(a[i].tensor.to_vector() == b[i].tensor.to_vector());  // bit for bit
   }
   Rng data(53);
-  const Tensor tokens = random_tokens(2, 20, 256, data);
+  const Tensor tokens = testing::random_ids(2, 20, 256, data);
   NoGradGuard no_grad;
   trained.model->set_training(false);
   restored.model->set_training(false);
