@@ -130,6 +130,22 @@ TEST_CASE("fuzz finding: an attribute message with parts past its end is refused
                           Catch::Contains("datatype or dataspace size past its end"));
 }
 
+TEST_CASE("fuzz finding: a dataspace whose kind and rank disagree is refused before HDF5",
+          "[fuzz][checkpoint][hostile]") {
+  // Found by the CI's 60-second run of fuzz_checkpoint_resealed in the clang sanitizer
+  // build: /rng's `data_sampler` attribute with a version-2 dataspace of rank 1 whose
+  // kind byte says scalar (and no maximum dimensions). Before: SIGSEGV in HDF5
+  // (H5Aopen_by_idx -> H5O_attr_iterate_real -> H5A__attr_release_table -> H5A__close).
+  TempDir dir("fuzz_finding");
+  const fs::path path = dir.path() / "finding.h5";
+  std::string image = slurp(testing::source_dir() / "tests/fuzz/findings/attribute_space_kind.h5");
+  fuzzing::reseal_checkpoint_image(image);
+  write_with_digest(path, image);
+  REQUIRE_THROWS_WITH(load_checkpoint(path),
+                      Catch::StartsWith("checkpoint " + path.string()) &&
+                          Catch::Contains("dataspace whose kind and rank disagree"));
+}
+
 TEST_CASE("fuzz finding: each malformed part of an attribute message is refused by name",
           "[fuzz][checkpoint][hostile]") {
   TempDir dir("fuzz_attribute");

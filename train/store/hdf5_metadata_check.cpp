@@ -133,6 +133,13 @@ class MetadataCheck {
                        space_flags = bytes_.byte(space + 2);
     if ((space_version != 1 && space_version != 2) || rank > kMostRank)
       return "has a dataspace of unknown version or rank over 32";
+    if ((space_flags & ~0x01) != 0) return "has a dataspace with flags relpos does not write";
+    // Version 2 names its kind: scalar and null have rank 0, simple a rank of 1 or more.
+    if (space_version == 2) {
+      const std::uint8_t kind = bytes_.byte(space + 3);
+      const bool consistent = kind == 1 ? rank >= 1 : (kind == 0 || kind == 2) && rank == 0;
+      if (!consistent) return "has a dataspace whose kind and rank disagree";
+    }
     const std::uint64_t header = space_version == 1 ? 8 : 4;
     const std::uint64_t dims_bytes = std::uint64_t{rank} * 8 * ((space_flags & 0x01) ? 2 : 1);
     if (space_size < header + dims_bytes) return "has a dataspace shorter than its rank";
