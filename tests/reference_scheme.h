@@ -1,15 +1,18 @@
 #pragma once
 // A position scheme built from a PyTorch reference fixture (tools/reference/): its config
-// through the registry, the fixture's parameters loaded as leaves, for
+// through the registry, the fixture's parameters loaded as leaves, and the comparison of
+// an attention output computed from them with the fixture's, for
 // test_position_reference.cpp and test_attention_temperature.cpp.
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
 
+#include "autograd/tape.h"
 #include "fixture.h"
 #include "layers/position/registry.h"
 #include "scheme_harness.h"
+#include "test_helpers.h"
 
 namespace relpos::testing {
 
@@ -60,6 +63,25 @@ inline ReferenceScheme reference_scheme(const Fixture& f, DType dtype) {
   const auto parameters = set_parameters(*out.scheme, values, dtype);
   for (std::size_t i = 0; i < parameters.size(); ++i) out.leaves[names[i]] = parameters[i];
   return out;
+}
+
+// `out`, computed from r's leaves, against the fixture: every reference parameter is
+// one of r's leaves and no other is, the output is the fixture's, and after
+// back-propagating the fixture's grad_out every leaf's gradient is the fixture's, each
+// to `tol`.
+inline void require_matches_fixture(const Fixture& f, const ReferenceScheme& r, const Tensor& out,
+                                    DType dtype, double tol) {
+  std::set<std::string> params;
+  for (const auto& [leaf, tensor] : r.leaves)
+    if (leaf != "q" && leaf != "k" && leaf != "v") params.insert(leaf);
+  REQUIRE(params == std::set<std::string>(f.params.begin(), f.params.end()));
+  require_close(out.to_vector(), f.at("out").to_vector(), tol);
+  backward(out, f.at("grad_out").to(dtype));
+  for (const auto& [leaf, tensor] : r.leaves) {
+    INFO("gradient of " << leaf);
+    REQUIRE(tensor.grad().defined());
+    require_close(tensor.grad().to_vector(), f.at("grad_" + leaf).to_vector(), tol);
+  }
 }
 
 }  // namespace relpos::testing

@@ -205,23 +205,12 @@ TEST_CASE("attention temperature matches the PyTorch reference: outputs and all 
         INFO(name << " " << name_of(path) << " " << name_of(dtype));
         testing::ReferenceScheme r = testing::reference_scheme(f, dtype);
         if (t.kind == "learned") r.leaves["temperature"] = f.leaf("temperature", dtype);
-        std::set<std::string> params;
-        for (const auto& [leaf, tensor] : r.leaves)
-          if (leaf != "q" && leaf != "k" && leaf != "v") params.insert(leaf);
-        REQUIRE(params == std::set<std::string>(f.params.begin(), f.params.end()));
         const Tensor q =
             apply_attention_temperature(t, r.scheme->rotate(r.leaves["q"], start), start,
                                         t.kind == "learned" ? r.leaves["temperature"] : Tensor());
         const Tensor out = scaled_attention(q, r.scheme->rotate(r.leaves["k"], 0), r.leaves["v"],
                                             r.scheme->terms(0, q_len, k_len), true, path, band);
-        const double tol = dtype == DType::f64 ? 1e-9 : 1e-4;
-        testing::require_close(out.to_vector(), f.at("out").to_vector(), tol);
-        backward(out, f.at("grad_out").to(dtype));
-        for (const auto& [leaf, tensor] : r.leaves) {
-          INFO("gradient of " << leaf);
-          REQUIRE(tensor.grad().defined());
-          testing::require_close(tensor.grad().to_vector(), f.at("grad_" + leaf).to_vector(), tol);
-        }
+        testing::require_matches_fixture(f, r, out, dtype, dtype == DType::f64 ? 1e-9 : 1e-4);
       }
   }
 }

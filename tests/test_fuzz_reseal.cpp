@@ -30,6 +30,16 @@ void write_with_digest(const fs::path& path, const std::string& image) {
   write_digest(path, image);
 }
 
+// The committed fuzz finding tests/fuzz/findings/`input`, resealed as the harness did and
+// written into `dir` with a matching whole-file digest: the file the loader then reads.
+fs::path resealed_finding(const TempDir& dir, const std::string& input) {
+  const fs::path path = dir.path() / "finding.h5";
+  std::string image = slurp(testing::source_dir() / "tests/fuzz/findings" / input);
+  fuzzing::reseal_checkpoint_image(image);
+  write_with_digest(path, image);
+  return path;
+}
+
 // The offset of the first `value` bytes after `anchor` in `image`.
 std::size_t find_after(const std::string& image, const std::string& anchor,
                        const std::string& value) {
@@ -90,10 +100,7 @@ TEST_CASE("fuzz finding: a link info address outside the file is refused before 
   // link info message changed (its heap address, checksums recomputed). Before: SIGSEGV
   // inside HDF5 (H5Gget_info -> H5B2_open -> H5F__accum_read).
   TempDir dir("fuzz_finding");
-  const fs::path path = dir.path() / "finding.h5";
-  std::string image = slurp(testing::source_dir() / "tests/fuzz/findings/link_info_address.h5");
-  fuzzing::reseal_checkpoint_image(image);  // as the harness did
-  write_with_digest(path, image);
+  const fs::path path = resealed_finding(dir, "link_info_address.h5");
   REQUIRE_THROWS_WITH(load_checkpoint(path), Catch::Contains("checkpoint " + path.string()) &&
                                                  Catch::Contains("a group's link heap") &&
                                                  Catch::Contains("lies outside the 40697-byte"));
@@ -105,10 +112,7 @@ TEST_CASE("fuzz finding: a malformed link message is refused before HDF5 sees it
   // fixed: a mutated compact link message. Before: SIGSEGV inside HDF5, which freed an
   // unset pointer (H5Lget_name_by_idx -> H5G__link_release_table -> H5MM_xfree).
   TempDir dir("fuzz_finding");
-  const fs::path path = dir.path() / "finding.h5";
-  std::string image = slurp(testing::source_dir() / "tests/fuzz/findings/link_message_free.h5");
-  fuzzing::reseal_checkpoint_image(image);
-  write_with_digest(path, image);
+  const fs::path path = resealed_finding(dir, "link_message_free.h5");
   REQUIRE_THROWS_AS(load_checkpoint(path), UsageError);
   REQUIRE_THROWS_WITH(load_checkpoint(path), Catch::StartsWith("checkpoint " + path.string()));
 }
@@ -120,10 +124,7 @@ TEST_CASE("fuzz finding: an attribute message with parts past its end is refused
   // from 4 to 516 in a 38-byte message. Before: HDF5 read past a heap block decoding it
   // (H5Aexists -> H5O__msg_iterate_real -> memcpy; AddressSanitizer heap-buffer-overflow).
   TempDir dir("fuzz_finding");
-  const fs::path path = dir.path() / "finding.h5";
-  std::string image = slurp(testing::source_dir() / "tests/fuzz/findings/attribute_space_size.h5");
-  fuzzing::reseal_checkpoint_image(image);
-  write_with_digest(path, image);
+  const fs::path path = resealed_finding(dir, "attribute_space_size.h5");
   REQUIRE_THROWS_WITH(load_checkpoint(path),
                       Catch::StartsWith("checkpoint " + path.string()) &&
                           Catch::Contains("the attribute message at byte 33416") &&
@@ -137,10 +138,7 @@ TEST_CASE("fuzz finding: a dataspace whose kind and rank disagree is refused bef
   // kind byte says scalar (and no maximum dimensions). Before: SIGSEGV in HDF5
   // (H5Aopen_by_idx -> H5O_attr_iterate_real -> H5A__attr_release_table -> H5A__close).
   TempDir dir("fuzz_finding");
-  const fs::path path = dir.path() / "finding.h5";
-  std::string image = slurp(testing::source_dir() / "tests/fuzz/findings/attribute_space_kind.h5");
-  fuzzing::reseal_checkpoint_image(image);
-  write_with_digest(path, image);
+  const fs::path path = resealed_finding(dir, "attribute_space_kind.h5");
   REQUIRE_THROWS_WITH(load_checkpoint(path),
                       Catch::StartsWith("checkpoint " + path.string()) &&
                           Catch::Contains("dataspace whose kind and rank disagree"));

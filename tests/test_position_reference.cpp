@@ -25,24 +25,12 @@ namespace {
 void check_against_fixture(const std::string& name, DType dtype, AttentionPath path) {
   const Fixture f = testing::load_fixture(name);
   testing::ReferenceScheme r = testing::reference_scheme(f, dtype);
-  // Every reference parameter is one of ours.
-  std::set<std::string> names;
-  for (const auto& [leaf, tensor] : r.leaves)
-    if (leaf != "q" && leaf != "k" && leaf != "v") names.insert(leaf);
-  REQUIRE(names == std::set<std::string>(f.params.begin(), f.params.end()));
-  const double tol = dtype == DType::f64 ? 1e-9 : 1e-4;
   INFO(name << " " << name_of(path) << " " << name_of(dtype));
   AttentionChunk band;  // a sliding window (model.attention_window) when the case has one
   band.window = f.config.value("window", std::int64_t{0});
   const Tensor out = testing::attention_through(*r.scheme, r.leaves["q"], r.leaves["k"],
                                                 r.leaves["v"], r.dims.causal, path, 0, band);
-  testing::require_close(out.to_vector(), f.at("out").to_vector(), tol);
-  backward(out, f.at("grad_out").to(dtype));
-  for (const auto& [leaf, tensor] : r.leaves) {
-    INFO("gradient of " << leaf);
-    REQUIRE(tensor.grad().defined());
-    testing::require_close(tensor.grad().to_vector(), f.at("grad_" + leaf).to_vector(), tol);
-  }
+  testing::require_matches_fixture(f, r, out, dtype, dtype == DType::f64 ? 1e-9 : 1e-4);
 }
 
 }  // namespace
