@@ -82,6 +82,22 @@ void Backend::activation_backward(UnaryOp op, const Tensor& z, const Tensor& gra
   if (grad_bias.defined()) sum_axis(grad_z, 1, rows, n, grad_bias);
 }
 
+void Backend::add_norm(const Tensor& x, const Tensor& delta, const Tensor& gamma,
+                       const Tensor& beta, double eps, bool rms, std::int64_t rows, std::int64_t n,
+                       const Tensor& h, const Tensor& y, const Tensor& mean, const Tensor& rstd) {
+  binary(BinaryOp::add, x, delta, h);
+  norm(h, gamma, beta, eps, rms, rows, n, y, mean, rstd);
+}
+
+void Backend::norm_backward_add(const Tensor& x, const Tensor& gamma, const Tensor& mean,
+                                const Tensor& rstd, const Tensor& grad_y,
+                                const Tensor& grad_residual, bool rms, std::int64_t rows,
+                                std::int64_t n, const Tensor& grad_x, const Tensor& grad_gamma,
+                                const Tensor& grad_beta) {
+  norm_backward(x, gamma, mean, rstd, grad_y, rms, rows, n, grad_x, grad_gamma, grad_beta);
+  binary(BinaryOp::add, grad_residual, grad_x, grad_x);
+}
+
 void Backend::rotary(const Tensor&, const Tensor&, const Tensor&, const Tensor&, bool) {
   not_on_device(*this, Kernel::rotary);
 }

@@ -43,6 +43,15 @@ void accumulate(Tensor& slot, const Tensor& grad) {
   }
 }
 
+void check_saved_unchanged(const TapeNode& node) {
+  for (const SavedTensor& s : node.saved)
+    if (s.tensor.version() != s.version)
+      throw UsageError(fmt::format(
+          "backward(): a tensor saved by '{}' ({}) was modified in place after it was used "
+          "(version {} -> {}); its gradient would be wrong",
+          node.op, s.tensor.describe(), s.version, s.tensor.version()));
+}
+
 }  // namespace
 
 bool grad_enabled() { return grad_mode; }
@@ -57,6 +66,7 @@ Tape& Tape::current() {
 
 void Tape::clear() {
   nodes_.clear();
+  slot_node_.clear();
   ++epoch_;
 }
 
@@ -74,11 +84,10 @@ bool Tape::should_record(const std::vector<Tensor>& inputs) {
   return false;
 }
 
-void Tape::record(const std::string& op, const std::vector<Tensor>& inputs, const Tensor& output,
-                  BackwardFn backward, const std::vector<Tensor>& saved) {
+TapeNode& Tape::push_node(const std::string& op, const std::vector<Tensor>& inputs,
+                          const std::vector<Tensor>& saved, std::int64_t outputs) {
   TapeNode node;
   node.op = op;
-  node.backward = std::move(backward);
   node.inputs.reserve(inputs.size());
   node.input_slots.reserve(inputs.size());
   node.saved.reserve(saved.size());
@@ -98,11 +107,35 @@ void Tape::record(const std::string& op, const std::vector<Tensor>& inputs, cons
     }
   }
   for (const Tensor& s : saved) node.saved.push_back({s, s.version()});
+  node.first_slot = static_cast<std::int64_t>(slot_node_.size());
+  node.outputs = outputs;
+  slot_node_.insert(slot_node_.end(), static_cast<std::size_t>(outputs), size());
+  nodes_.push_back(std::move(node));
+  return nodes_.back();
+}
+
+void Tape::record(const std::string& op, const std::vector<Tensor>& inputs, const Tensor& output,
+                  BackwardFn backward, const std::vector<Tensor>& saved) {
+  TapeNode& node = push_node(op, inputs, saved, 1);
+  node.backward = std::move(backward);
   TensorImpl& out = *output.impl();
   out.requires_grad = true;
-  out.tape_slot = size();
+  out.tape_slot = node.first_slot;
   out.tape_epoch = epoch_;
-  nodes_.push_back(std::move(node));
+}
+
+void Tape::record_multi(const std::string& op, const std::vector<Tensor>& inputs,
+                        const std::vector<Tensor>& outputs, MultiBackwardFn backward,
+                        const std::vector<Tensor>& saved) {
+  if (outputs.empty()) throw InternalError(fmt::format("'{}' recorded with no outputs", op));
+  TapeNode& node = push_node(op, inputs, saved, static_cast<std::int64_t>(outputs.size()));
+  node.backward_multi = std::move(backward);
+  for (std::size_t k = 0; k < outputs.size(); ++k) {
+    TensorImpl& out = *outputs[k].impl();
+    out.requires_grad = true;
+    out.tape_slot = node.first_slot + static_cast<std::int64_t>(k);
+    out.tape_epoch = epoch_;
+  }
 }
 
 void Tape::backward(const Tensor& root, const Tensor& grad_root) {
@@ -122,20 +155,29 @@ void Tape::backward(const Tensor& root, const Tensor& grad_root) {
          root.describe());
 
   NoGradGuard no_grad;
-  const std::int64_t start = root.impl()->tape_slot;
-  std::vector<Tensor> grads(static_cast<std::size_t>(start + 1));
-  grads[start] = grad_root;
+  const std::int64_t start = slot_node_[static_cast<std::size_t>(root.impl()->tape_slot)];
+  const TapeNode& last = nodes_[static_cast<std::size_t>(start)];
+  std::vector<Tensor> grads(static_cast<std::size_t>(last.first_slot + last.outputs));
+  grads[root.impl()->tape_slot] = grad_root;
   for (std::int64_t i = start; i >= 0; --i) {
-    Tensor grad_output = std::move(grads[i]);
-    if (!grad_output.defined()) continue;
     TapeNode& node = nodes_[i];
-    for (const SavedTensor& s : node.saved)
-      if (s.tensor.version() != s.version)
-        throw UsageError(fmt::format(
-            "backward(): a tensor saved by '{}' ({}) was modified in place after it was used "
-            "(version {} -> {}); its gradient would be wrong",
-            node.op, s.tensor.describe(), s.version, s.tensor.version()));
-    std::vector<Tensor> input_grads = node.backward(grad_output);
+    std::vector<Tensor> input_grads;
+    if (node.outputs == 1) {
+      Tensor grad_output = std::move(grads[node.first_slot]);
+      if (!grad_output.defined()) continue;
+      check_saved_unchanged(node);
+      input_grads = node.backward(grad_output);
+    } else {
+      std::vector<Tensor> grad_outputs(static_cast<std::size_t>(node.outputs));
+      bool reached = false;
+      for (std::int64_t k = 0; k < node.outputs; ++k) {
+        grad_outputs[k] = std::move(grads[node.first_slot + k]);
+        reached = reached || grad_outputs[k].defined();
+      }
+      if (!reached) continue;
+      check_saved_unchanged(node);
+      input_grads = node.backward_multi(grad_outputs);
+    }
     if (input_grads.size() != node.input_slots.size())
       throw InternalError(fmt::format("backward of '{}' returned {} gradients for {} inputs",
                                       node.op, input_grads.size(), node.input_slots.size()));

@@ -14,6 +14,9 @@ namespace relpos {
 // Gradients of an op's inputs given its output gradient; an undefined Tensor
 // stands for "no gradient" (for inputs that do not require one).
 using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_output)>;
+// The same for an op with several outputs: grad_outputs[k] is output k's gradient, an
+// undefined Tensor where no gradient reached that output (at least one is defined).
+using MultiBackwardFn = std::function<std::vector<Tensor>(const std::vector<Tensor>& grad_outputs)>;
 
 struct SavedTensor {
   Tensor tensor;
@@ -25,7 +28,10 @@ struct TapeNode {
   std::vector<Tensor> inputs;  // non-leaf inputs are held by their slot only
   std::vector<std::int64_t> input_slots;
   std::vector<SavedTensor> saved;
-  BackwardFn backward;
+  BackwardFn backward;             // single-output ops
+  MultiBackwardFn backward_multi;  // ops recorded with record_multi
+  std::int64_t first_slot = 0;     // the gradient slot of output 0; output k has first_slot + k
+  std::int64_t outputs = 1;
 };
 
 class Tape {
@@ -44,6 +50,11 @@ class Tape {
   // backward is reported as an error naming the op.
   void record(const std::string& op, const std::vector<Tensor>& inputs, const Tensor& output,
               BackwardFn backward, const std::vector<Tensor>& saved = {});
+  // Records one op with several outputs (e.g. residual add + LayerNorm: the new residual
+  // stream and its normalised rows), whose backward sees all their gradients at once.
+  void record_multi(const std::string& op, const std::vector<Tensor>& inputs,
+                    const std::vector<Tensor>& outputs, MultiBackwardFn backward,
+                    const std::vector<Tensor>& saved = {});
 
   void backward(const Tensor& root, const Tensor& grad_root);
 
@@ -52,7 +63,11 @@ class Tape {
   bool saves_storage_of(const Tensor& t) const;
 
  private:
+  TapeNode& push_node(const std::string& op, const std::vector<Tensor>& inputs,
+                      const std::vector<Tensor>& saved, std::int64_t outputs);
+
   std::vector<TapeNode> nodes_;
+  std::vector<std::int64_t> slot_node_;  // gradient slot -> index of the node that produced it
   std::uint64_t epoch_ = 1;
 };
 

@@ -99,7 +99,7 @@ struct TensorImpl {
   DType dtype = DType::f32;
   // autograd
   bool requires_grad = false;   // leaves: set by the user; outputs: set by recording
-  std::int64_t tape_slot = -1;  // index of the producing node on the tape, -1 for leaves
+  std::int64_t tape_slot = -1;  // gradient slot of the producing op's output on the tape, -1: leaf
   std::uint64_t tape_epoch = 0;
   Tensor grad;
 };

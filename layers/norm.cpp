@@ -1,7 +1,5 @@
 #include "layers/norm.h"
 
-#include "autograd/ops/norm.h"
-
 namespace relpos {
 
 Norm::Norm(NormKind kind, std::int64_t dim, double eps) : kind_(kind), eps_(eps) {
@@ -12,6 +10,11 @@ Norm::Norm(NormKind kind, std::int64_t dim, double eps) : kind_(kind), eps_(eps)
 Tensor Norm::forward(const Tensor& x) const {
   return kind_ == NormKind::layernorm ? layer_norm(x, gamma_, beta_, eps_)
                                       : rms_norm(x, gamma_, eps_);
+}
+
+ResidualNorm Norm::forward(const Tensor& x, const Tensor& delta) const {
+  return kind_ == NormKind::layernorm ? add_layer_norm(x, delta, gamma_, beta_, eps_)
+                                      : add_rms_norm(x, delta, gamma_, eps_);
 }
 
 }  // namespace relpos

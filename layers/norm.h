@@ -1,5 +1,6 @@
 #pragma once
 // LayerNorm and RMSNorm over the last axis, with affine parameters.
+#include "autograd/ops/norm.h"
 #include "layers/module.h"
 
 namespace relpos {
@@ -10,6 +11,8 @@ class Norm : public Module {
  public:
   Norm(NormKind kind, std::int64_t dim, double eps = 1e-5);
   Tensor forward(const Tensor& x) const;
+  // The residual add before the norm, fused with it: {x + delta, forward(x + delta)}.
+  ResidualNorm forward(const Tensor& x, const Tensor& delta) const;
 
  private:
   NormKind kind_;

@@ -4,7 +4,6 @@
 
 #include "autograd/error.h"
 #include "autograd/ops/dropout.h"
-#include "autograd/ops/elementwise.h"
 #include "autograd/ops/matmul.h"
 #include "autograd/ops/shape.h"
 #include "autograd/random.h"
@@ -56,15 +55,17 @@ Block::Block(const ModelConfig& config, std::int64_t layer, const PositionScheme
       &register_module("mlp.fc2", std::make_unique<Linear>(config.d_ff, config.d_model, true, rng));
 }
 
-Tensor Block::forward(const Tensor& x, std::int64_t start, const Tensor& memory, KvCache* cache,
-                      std::uint64_t dropout_seed, Tensor* attention_input, KnnMemory* knn) const {
+ResidualNorm Block::forward(const Tensor& x, const Tensor& h, const Norm& next_norm,
+                            std::int64_t start, const Tensor& memory, KvCache* cache,
+                            std::uint64_t dropout_seed, Tensor* attention_input,
+                            KnnMemory* knn) const {
   const double p = config_.dropout;
-  Tensor h = norm1_->forward(x);  // (B, L, d)
   if (attention_input) *attention_input = h.detach();
-  Tensor a = attn_->forward(h, start, memory, cache, knn);
-  Tensor y = add(x, dropout(a, p, mix64(dropout_seed, 0), 0, training()));
-  Tensor m = fc2_->forward(fc1_->forward(norm2_->forward(y), Activation::gelu_tanh));  // (B, L, d)
-  return add(y, dropout(m, p, mix64(dropout_seed, 1), 0, training()));
+  Tensor a = attn_->forward(h, start, memory, cache, knn);  // (B, L, d)
+  // y = x + attention, and norm2(y)
+  ResidualNorm y = norm2_->forward(x, dropout(a, p, mix64(dropout_seed, 0), 0, training()));
+  Tensor m = fc2_->forward(fc1_->forward(y.normed, Activation::gelu_tanh));  // (B, L, d)
+  return next_norm.forward(y.sum, dropout(m, p, mix64(dropout_seed, 1), 0, training()));
 }
 
 TransformerLM::TransformerLM(const ModelConfig& config, Rng& rng)
@@ -149,14 +150,18 @@ Tensor TransformerLM::run(const Tensor& tokens, std::int64_t start, std::vector<
           "model: tokens must be an i64 (B, L) tensor, got {}", tokens.describe());
   Tensor x = embed_->forward(tokens);  // (B, L, d)
   for (const PositionScheme* scheme : schemes_) x = scheme->embed(x, start);
+  Tensor h = blocks_.front()->norm1().forward(x);  // (B, L, d); later norms: fused in the blocks
   for (std::size_t l = 0; l < blocks_.size(); ++l) {
     const std::uint64_t seed = mix64(dropout_seed_, l);
+    const Norm& next_norm = l + 1 < blocks_.size() ? blocks_[l + 1]->norm1() : *final_norm_;
     Tensor mem = memory && !memory->empty() ? (*memory)[l] : Tensor();
     KvCache* cache = caches ? &(*caches)[l] : nullptr;
     Tensor attention_input;
     KnnMemory* block_knn = static_cast<std::int64_t>(l) == config_.knn_memory.layer ? knn : nullptr;
-    x = blocks_[l]->forward(x, start, mem, cache, seed, memory ? &attention_input : nullptr,
-                            block_knn);
+    ResidualNorm out = blocks_[l]->forward(x, h, next_norm, start, mem, cache, seed,
+                                           memory ? &attention_input : nullptr, block_knn);
+    x = out.sum;
+    h = out.normed;
     if (memory) {
       // The new memory: the last mem_len attention inputs, without gradient.
       Tensor all = mem.defined() ? concat({mem, attention_input}, 1) : attention_input;
@@ -166,8 +171,8 @@ Tensor TransformerLM::run(const Tensor& tokens, std::int64_t start, std::vector<
       (*memory)[l] = attention_input;
     }
   }
-  x = final_norm_->forward(x);
-  return head_ ? head_->forward(x) : matmul(x, transpose(embed_->table(), 0, 1));  // (B, L, V)
+  // h: final_norm(x), from the last block
+  return head_ ? head_->forward(h) : matmul(h, transpose(embed_->table(), 0, 1));  // (B, L, V)
 }
 
 Tensor TransformerLM::forward(const Tensor& tokens, std::int64_t start) const {

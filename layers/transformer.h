@@ -65,11 +65,15 @@ class Block : public Module {
  public:
   Block(const ModelConfig& config, std::int64_t layer, const PositionScheme& scheme, Rng& rng,
         const AttentionChunk* chunk = nullptr);
-  // x (B, L, d). `attention_input`, if given, receives norm1(x) (the next memory).
+  // x (B, L, d), the residual stream, and h = norm1(x) (B, L, d), made by the op before (the
+  // previous block's last residual add, fused with this norm). Returns the block's output and
+  // next_norm of it (the next block's norm1 or the final norm), each residual add fused with
+  // the norm after it. `attention_input`, if given, receives h (the next memory).
   // `knn`: the kNN memory, for the kNN layer's block.
-  Tensor forward(const Tensor& x, std::int64_t start, const Tensor& memory, KvCache* cache,
-                 std::uint64_t dropout_seed, Tensor* attention_input = nullptr,
-                 KnnMemory* knn = nullptr) const;
+  ResidualNorm forward(const Tensor& x, const Tensor& h, const Norm& next_norm, std::int64_t start,
+                       const Tensor& memory, KvCache* cache, std::uint64_t dropout_seed,
+                       Tensor* attention_input = nullptr, KnnMemory* knn = nullptr) const;
+  const Norm& norm1() const { return *norm1_; }
 
  private:
   const ModelConfig& config_;

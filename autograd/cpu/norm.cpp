@@ -1,6 +1,8 @@
 // Layer normalisation and RMS normalisation over the last axis of x viewed as
-// (rows, n), on the CPU. Row statistics are accumulated in double, one thread
-// per row, as SIMD reductions: partial sums per vector lane in a fixed order
+// (rows, n), on the CPU, alone or fused with the residual add before it (h = x + delta is
+// written and normalised in the same pass over the row; the backward adds the residual
+// stream's other gradient in the pass that writes grad_x). Row statistics are accumulated in
+// double, one thread per row, as SIMD reductions: partial sums per vector lane in a fixed order
 // (one chain of dependent adds made the (8192, 256) forward 3.3x slower).
 // grad_gamma / grad_beta are reduced over rows by column blocks: each column is
 // summed by a single thread in row order, so the result does not depend on the
@@ -17,11 +19,14 @@ namespace {
 
 constexpr std::int64_t kColumnBlock = 64;
 
+// delta, h: undefined for a plain norm of x; else h = x + delta is written and normalised.
 template <class T>
-void norm_forward_typed(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps,
-                        bool rms, std::int64_t rows, std::int64_t n, const Tensor& y,
-                        const Tensor& mean, const Tensor& rstd) {
+void norm_forward_typed(const Tensor& x, const Tensor& delta, const Tensor& h, const Tensor& gamma,
+                        const Tensor& beta, double eps, bool rms, std::int64_t rows, std::int64_t n,
+                        const Tensor& y, const Tensor& mean, const Tensor& rstd) {
   const T* px = x.data<T>();                                      // (rows, n)
+  const T* pdelta = delta.defined() ? delta.data<T>() : nullptr;  // (rows, n) or none
+  T* ph = h.defined() ? h.data<T>() : nullptr;                    // (rows, n) or none
   const T* pgamma = gamma.defined() ? gamma.data<T>() : nullptr;  // (n) or none
   const T* pbeta = beta.defined() ? beta.data<T>() : nullptr;     // (n) or none
   T* py = y.data<T>();                                            // (rows, n)
@@ -30,6 +35,12 @@ void norm_forward_typed(const Tensor& x, const Tensor& gamma, const Tensor& beta
   const double inv_n = 1.0 / static_cast<double>(n);
   cpu::parallel_for(rows, rows * n > 32768, [&](std::int64_t r) {
     const T* row = px + r * n;
+    if (pdelta) {  // the residual add: h's row, then normalise it
+      T* sum = ph + r * n;
+      const T* d = pdelta + r * n;
+      for (std::int64_t j = 0; j < n; ++j) sum[j] = row[j] + d[j];
+      row = sum;
+    }
     double mu = 0.0;
     if (!rms) {
 #pragma omp simd reduction(+ : mu)
@@ -56,11 +67,12 @@ void norm_forward_typed(const Tensor& x, const Tensor& gamma, const Tensor& beta
   });
 }
 
+// grad_residual: undefined, or (rows, n) added to grad_x (grad_residual + the norm's part).
 template <class T>
 void norm_backward_typed(const Tensor& x, const Tensor& gamma, const Tensor& mean,
-                         const Tensor& rstd, const Tensor& grad_y, bool rms, std::int64_t rows,
-                         std::int64_t n, const Tensor& grad_x, const Tensor& grad_gamma,
-                         const Tensor& grad_beta) {
+                         const Tensor& rstd, const Tensor& grad_y, const Tensor& grad_residual,
+                         bool rms, std::int64_t rows, std::int64_t n, const Tensor& grad_x,
+                         const Tensor& grad_gamma, const Tensor& grad_beta) {
   const T* px = x.data<T>();                                      // (rows, n)
   const T* pgamma = gamma.defined() ? gamma.data<T>() : nullptr;  // (n) or none
   const T* pmean = rms ? nullptr : mean.data<T>();                // (rows)
@@ -72,7 +84,8 @@ void norm_backward_typed(const Tensor& x, const Tensor& gamma, const Tensor& mea
   //   layernorm: dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))
   //   rmsnorm:   dx = rstd * (dxhat - xhat * mean(dxhat * xhat))
   if (grad_x.defined()) {
-    T* pdx = grad_x.data<T>();  // (rows, n)
+    T* pdx = grad_x.data<T>();                                                    // (rows, n)
+    const T* pres = grad_residual.defined() ? grad_residual.data<T>() : nullptr;  // (rows, n)
     cpu::parallel_for(rows, rows * n > 32768, [&](std::int64_t r) {
       const T* row = px + r * n;
       const T* gy = pgy + r * n;
@@ -90,6 +103,13 @@ void norm_backward_typed(const Tensor& x, const Tensor& gamma, const Tensor& mea
       for (std::int64_t j = 0; j < n; ++j) {
         const T d = pgamma ? gy[j] * pgamma[j] : gy[j];
         out[j] = s * (d - mean_d - (row[j] - m) * s * mean_dx);
+      }
+      // The residual's gradient, added to the row while it is in cache. A loop of its own:
+      // in the loop above the compiler may contract this add with the product into an FMA,
+      // whose rounding the composed ops (norm, then the tape's add) do not have.
+      if (pres) {
+        const T* res = pres + r * n;
+        for (std::int64_t j = 0; j < n; ++j) out[j] = res[j] + out[j];
       }
     });
   }
@@ -124,7 +144,17 @@ void CpuBackend::norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, 
                       bool rms, std::int64_t rows, std::int64_t n, const Tensor& y,
                       const Tensor& mean, const Tensor& rstd) {
   dispatch_floating(x.dtype(), [&](auto zero) {
-    norm_forward_typed<decltype(zero)>(x, gamma, beta, eps, rms, rows, n, y, mean, rstd);
+    norm_forward_typed<decltype(zero)>(x, Tensor(), Tensor(), gamma, beta, eps, rms, rows, n, y,
+                                       mean, rstd);
+  });
+}
+
+void CpuBackend::add_norm(const Tensor& x, const Tensor& delta, const Tensor& gamma,
+                          const Tensor& beta, double eps, bool rms, std::int64_t rows,
+                          std::int64_t n, const Tensor& h, const Tensor& y, const Tensor& mean,
+                          const Tensor& rstd) {
+  dispatch_floating(x.dtype(), [&](auto zero) {
+    norm_forward_typed<decltype(zero)>(x, delta, h, gamma, beta, eps, rms, rows, n, y, mean, rstd);
   });
 }
 
@@ -133,8 +163,19 @@ void CpuBackend::norm_backward(const Tensor& x, const Tensor& gamma, const Tenso
                                std::int64_t rows, std::int64_t n, const Tensor& grad_x,
                                const Tensor& grad_gamma, const Tensor& grad_beta) {
   dispatch_floating(x.dtype(), [&](auto zero) {
-    norm_backward_typed<decltype(zero)>(x, gamma, mean, rstd, grad_y, rms, rows, n, grad_x,
-                                        grad_gamma, grad_beta);
+    norm_backward_typed<decltype(zero)>(x, gamma, mean, rstd, grad_y, Tensor(), rms, rows, n,
+                                        grad_x, grad_gamma, grad_beta);
+  });
+}
+
+void CpuBackend::norm_backward_add(const Tensor& x, const Tensor& gamma, const Tensor& mean,
+                                   const Tensor& rstd, const Tensor& grad_y,
+                                   const Tensor& grad_residual, bool rms, std::int64_t rows,
+                                   std::int64_t n, const Tensor& grad_x, const Tensor& grad_gamma,
+                                   const Tensor& grad_beta) {
+  dispatch_floating(x.dtype(), [&](auto zero) {
+    norm_backward_typed<decltype(zero)>(x, gamma, mean, rstd, grad_y, grad_residual, rms, rows, n,
+                                        grad_x, grad_gamma, grad_beta);
   });
 }
 

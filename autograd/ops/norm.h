@@ -1,5 +1,6 @@
 #pragma once
-// Differentiable normalisation over the last axis.
+// Differentiable normalisation over the last axis, alone or fused with the residual add
+// before it.
 #include "autograd/tensor.h"
 
 namespace relpos {
@@ -9,5 +10,19 @@ namespace relpos {
 Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps = 1e-5);
 // x: (..., n). gamma: (n) or undefined. y = x / sqrt(mean(x^2) + eps) * gamma.
 Tensor rms_norm(const Tensor& x, const Tensor& gamma, double eps = 1e-6);
+
+// A pre-norm block's residual add and the norm that reads it, as one op with two outputs:
+// sum = x + delta (x, delta of one shape (..., n)), normed = layer_norm(sum) or
+// rms_norm(sum). The same values as add and then the norm, bit for bit, in one pass over the
+// rows; the backward adds sum's own gradient to the norm's in the pass that writes it
+// (autograd/cpu/norm.cpp).
+struct ResidualNorm {
+  Tensor sum;     // (..., n)
+  Tensor normed;  // (..., n)
+};
+ResidualNorm add_layer_norm(const Tensor& x, const Tensor& delta, const Tensor& gamma,
+                            const Tensor& beta, double eps = 1e-5);
+ResidualNorm add_rms_norm(const Tensor& x, const Tensor& delta, const Tensor& gamma,
+                          double eps = 1e-6);
 
 }  // namespace relpos
