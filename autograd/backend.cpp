@@ -84,7 +84,10 @@ void Backend::activation_backward(UnaryOp op, const Tensor& z, const Tensor& gra
 
 void Backend::add_norm(const Tensor& x, const Tensor& delta, const Tensor& gamma,
                        const Tensor& beta, double eps, bool rms, std::int64_t rows, std::int64_t n,
-                       const Tensor& h, const Tensor& y, const Tensor& mean, const Tensor& rstd) {
+                       const Tensor& h, const Tensor& y, const Tensor& mean, const Tensor& rstd,
+                       std::uint16_t* y_bf16) {
+  if (y_bf16 != nullptr)
+    throw InternalError(fmt::format("add_norm: {} writes no bf16 copy of y", name_of(device())));
   binary(BinaryOp::add, x, delta, h);
   norm(h, gamma, beta, eps, rms, rows, n, y, mean, rstd);
 }

@@ -212,11 +212,14 @@ class Backend {
                              std::int64_t n, const Tensor& grad_x, const Tensor& grad_gamma,
                              const Tensor& grad_beta) = 0;
   // Residual add + normalisation (a pre-norm block's h = x + delta; y = norm(h)): x, delta,
-  // h (rows, n); h receives the sum, then y, mean and rstd are norm's of h. The default runs
-  // binary and norm; a backend may fuse them into one pass.
+  // h (rows, n); h receives the sum, then y, mean and rstd are norm's of h. y_bf16: null, or
+  // rows * n values that receive y rounded to bf16 as a bf16 product rounds its operands (the
+  // next linear layer's products read them). The default runs binary and norm and writes no
+  // bf16 copy; a backend may fuse them into one pass.
   virtual void add_norm(const Tensor& x, const Tensor& delta, const Tensor& gamma,
                         const Tensor& beta, double eps, bool rms, std::int64_t rows, std::int64_t n,
-                        const Tensor& h, const Tensor& y, const Tensor& mean, const Tensor& rstd);
+                        const Tensor& h, const Tensor& y, const Tensor& mean, const Tensor& rstd,
+                        std::uint16_t* y_bf16);
   // norm_backward whose grad_x also receives grad_residual (rows, n), the gradient that h's
   // other consumers sent it: grad_x = grad_residual + the normalisation's gradient (that sum's
   // order, as the tape's accumulation adds them). The default runs norm_backward and binary;

@@ -9,13 +9,16 @@ enum class NormKind { layernorm, rmsnorm };
 
 class Norm : public Module {
  public:
-  Norm(NormKind kind, std::int64_t dim, double eps = 1e-5);
+  // feeds_linear: the output is a linear layer's input (under bf16 the fused residual pass
+  // then writes its bf16 rounding for that layer: add_layer_norm).
+  Norm(NormKind kind, std::int64_t dim, double eps = 1e-5, bool feeds_linear = false);
   Tensor forward(const Tensor& x) const;
   // The residual add before the norm, fused with it: {x + delta, forward(x + delta)}.
   ResidualNorm forward(const Tensor& x, const Tensor& delta) const;
 
  private:
   NormKind kind_;
+  bool feeds_linear_;
   double eps_;
   Tensor gamma_, beta_;
 };

@@ -42,13 +42,15 @@ Block::Block(const ModelConfig& config, std::int64_t layer, const PositionScheme
              const AttentionChunk* chunk)
     : config_(config) {
   const ModelDims dims = model_dims(config);
-  norm1_ = &register_module("norm1", std::make_unique<Norm>(config.norm, config.d_model));
+  norm1_ =
+      &register_module("norm1", std::make_unique<Norm>(config.norm, config.d_model, 1e-5, true));
   const std::int64_t knn_top_k = layer == config.knn_memory.layer ? config.knn_memory.top_k : 0;
   attn_ = &register_module(
       "attn", std::make_unique<MultiHeadAttention>(dims, layer, scheme, config.attention_path, rng,
                                                    chunk, knn_top_k, layer_window(config, layer),
                                                    config.attention_temperature));
-  norm2_ = &register_module("norm2", std::make_unique<Norm>(config.norm, config.d_model));
+  norm2_ =
+      &register_module("norm2", std::make_unique<Norm>(config.norm, config.d_model, 1e-5, true));
   fc1_ =
       &register_module("mlp.fc1", std::make_unique<Linear>(config.d_model, config.d_ff, true, rng));
   fc2_ =
@@ -119,7 +121,10 @@ TransformerLM::TransformerLM(const ModelConfig& config, Rng& rng)
         &register_module("blocks." + std::to_string(l),
                          std::make_unique<Block>(config_, l, scheme, rng, chunk_.get())));
   }
-  final_norm_ = &register_module("final_norm", std::make_unique<Norm>(config.norm, config.d_model));
+  // Tied embeddings: the head is a matmul with the table, which rounds its operands itself.
+  final_norm_ = &register_module(
+      "final_norm",
+      std::make_unique<Norm>(config.norm, config.d_model, 1e-5, !config.tie_embeddings));
   if (!config.tie_embeddings)
     head_ = &register_module("head",
                              std::make_unique<Linear>(config.d_model, config.vocab, false, rng));

@@ -2,16 +2,21 @@
 // after it, one op with two outputs): fp64 gradchecks of both outputs, equality with the
 // composed add and norm (f64 to 1e-12, f32 bit for bit, outputs and every gradient), the
 // same bits with 1 and 2 threads, a tape root that is one output of the two, and argument
-// errors.
+// errors; under bf16, the normed rows' bf16 copy that the pass hands to the next linear layer.
 #include <omp.h>
 
 #include <catch2/catch.hpp>
+#include <cstring>
 
+#include "autograd/cpu/bf16_round.h"
 #include "autograd/error.h"
+#include "autograd/ops/bf16_input.h"
 #include "autograd/ops/elementwise.h"
+#include "autograd/ops/linear.h"
 #include "autograd/ops/norm.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/ops/shape.h"
+#include "autograd/precision.h"
 #include "autograd/tape.h"
 #include "test_helpers.h"
 
@@ -179,4 +184,41 @@ TEST_CASE("add_layer_norm argument errors", "[norm]") {
                     UsageError);
   REQUIRE_THROWS_WITH(add_rms_norm(x, x, Tensor::ones({3}, DType::f64)),
                       Catch::Contains("gamma") && Catch::Contains("[3]"));
+}
+
+TEST_CASE(
+    "bf16: the normed rows' bf16 copy handed to the next linear layer gives the bits of that "
+    "layer rounding them itself (skipped without bf16 products)",
+    "[norm][bf16]") {
+  if (!bf16_usable()) return;
+  const std::int64_t rows = 300, d = 64, out = 96;
+  Rng rng(27);
+  const Tensor x0 = randn({rows, d}, rng), delta0 = randn({rows, d}, rng, DType::f32, 0.5);
+  const Tensor g0 = randn({d}, rng), b0 = randn({d}, rng);
+  const Tensor wq0 = randn({out, d}, rng, DType::f32, 0.2), wk0 = randn({out, d}, rng);
+  const Tensor seed_q = randn({rows, out}, rng), seed_k = randn({rows, out}, rng);
+  auto run = [&](bool feeds_linear) {
+    const PrecisionScope bf16(Precision::bf16);
+    const Tensor x = leaf(x0), delta = leaf(delta0), g = leaf(g0), b = leaf(b0);
+    const Tensor wq = leaf(wq0), wk = leaf(wk0);
+    const ResidualNorm r = add_layer_norm(x, delta, g, b, 1e-5, feeds_linear);
+    if (feeds_linear) {  // the copy is there for the next product, and is its rounding
+      const Bf16Input copy = bf16_input(r.normed.contiguous());
+      REQUIRE(copy.rounded);
+      std::vector<std::uint16_t> expected(static_cast<std::size_t>(rows * d));
+      cpu::round_row_to_bf16(r.normed.data<float>(), rows * d, expected.data());
+      REQUIRE(std::memcmp(copy.bits->data(), expected.data(), expected.size() * 2) == 0);
+    }
+    // two layers read the rows, as q and k do; the sum feeds a later add
+    const Tensor q = linear(r.normed, wq, Tensor()), k = linear(r.normed, wk, Tensor());
+    backward(sum(add(mul(q, seed_q), mul(k, seed_k))) + sum(r.sum));
+    return std::vector<std::vector<std::uint32_t>>{
+        f32_bits(q),        f32_bits(k),        f32_bits(x.grad()),  f32_bits(delta.grad()),
+        f32_bits(g.grad()), f32_bits(b.grad()), f32_bits(wq.grad()), f32_bits(wk.grad())};
+  };
+  const auto reference = run(false), handed_on = run(true);
+  for (std::size_t i = 0; i < reference.size(); ++i) {
+    INFO("result " << i);
+    CHECK(handed_on[i] == reference[i]);
+  }
 }

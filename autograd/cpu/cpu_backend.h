@@ -51,7 +51,8 @@ class CpuBackend final : public Backend {
                      const Tensor& grad_beta) override;
   void add_norm(const Tensor& x, const Tensor& delta, const Tensor& gamma, const Tensor& beta,
                 double eps, bool rms, std::int64_t rows, std::int64_t n, const Tensor& h,
-                const Tensor& y, const Tensor& mean, const Tensor& rstd) override;
+                const Tensor& y, const Tensor& mean, const Tensor& rstd,
+                std::uint16_t* y_bf16) override;
   void norm_backward_add(const Tensor& x, const Tensor& gamma, const Tensor& mean,
                          const Tensor& rstd, const Tensor& grad_y, const Tensor& grad_residual,
                          bool rms, std::int64_t rows, std::int64_t n, const Tensor& grad_x,

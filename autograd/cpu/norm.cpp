@@ -9,8 +9,10 @@
 // number of threads.
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
+#include "autograd/cpu/bf16_round.h"
 #include "autograd/cpu/cpu_backend.h"
 #include "autograd/cpu/parallel.h"
 
@@ -20,10 +22,13 @@ namespace {
 constexpr std::int64_t kColumnBlock = 64;
 
 // delta, h: undefined for a plain norm of x; else h = x + delta is written and normalised.
+// y16: null, or (rows, n) that receives y rounded to bf16 (f32 only), row by row as a product
+// rounds its operand.
 template <class T>
 void norm_forward_typed(const Tensor& x, const Tensor& delta, const Tensor& h, const Tensor& gamma,
                         const Tensor& beta, double eps, bool rms, std::int64_t rows, std::int64_t n,
-                        const Tensor& y, const Tensor& mean, const Tensor& rstd) {
+                        const Tensor& y, const Tensor& mean, const Tensor& rstd,
+                        std::uint16_t* y16) {
   const T* px = x.data<T>();                                      // (rows, n)
   const T* pdelta = delta.defined() ? delta.data<T>() : nullptr;  // (rows, n) or none
   T* ph = h.defined() ? h.data<T>() : nullptr;                    // (rows, n) or none
@@ -64,6 +69,8 @@ void norm_forward_typed(const Tensor& x, const Tensor& delta, const Tensor& h, c
       if (pbeta) v += pbeta[j];
       out[j] = v;
     }
+    if constexpr (std::is_same_v<T, float>)
+      if (y16) cpu::round_row_to_bf16(out, n, y16 + r * n);
   });
 }
 
@@ -145,16 +152,21 @@ void CpuBackend::norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, 
                       const Tensor& mean, const Tensor& rstd) {
   dispatch_floating(x.dtype(), [&](auto zero) {
     norm_forward_typed<decltype(zero)>(x, Tensor(), Tensor(), gamma, beta, eps, rms, rows, n, y,
-                                       mean, rstd);
+                                       mean, rstd, nullptr);
   });
 }
 
 void CpuBackend::add_norm(const Tensor& x, const Tensor& delta, const Tensor& gamma,
                           const Tensor& beta, double eps, bool rms, std::int64_t rows,
                           std::int64_t n, const Tensor& h, const Tensor& y, const Tensor& mean,
-                          const Tensor& rstd) {
+                          const Tensor& rstd, std::uint16_t* y_bf16) {
+  if (y_bf16 != nullptr && x.dtype() != DType::f32) {  // bf16 copies are of f32 values only
+    Backend::add_norm(x, delta, gamma, beta, eps, rms, rows, n, h, y, mean, rstd, y_bf16);
+    return;
+  }
   dispatch_floating(x.dtype(), [&](auto zero) {
-    norm_forward_typed<decltype(zero)>(x, delta, h, gamma, beta, eps, rms, rows, n, y, mean, rstd);
+    norm_forward_typed<decltype(zero)>(x, delta, h, gamma, beta, eps, rms, rows, n, y, mean, rstd,
+                                       y_bf16);
   });
 }
 

@@ -1,7 +1,9 @@
 #include "autograd/ops/norm.h"
 
 #include "autograd/backend.h"
+#include "autograd/ops/bf16_input.h"
 #include "autograd/ops/check.h"
+#include "autograd/precision.h"
 #include "autograd/tape.h"
 
 namespace relpos {
@@ -86,7 +88,8 @@ Tensor norm_impl(const Tensor& x, const Tensor& gamma, const Tensor& beta, doubl
 }
 
 ResidualNorm add_norm_impl(const Tensor& x, const Tensor& delta, const Tensor& gamma,
-                           const Tensor& beta, double eps, bool rms, const char* op) {
+                           const Tensor& beta, double eps, bool rms, bool feeds_linear,
+                           const char* op) {
   check_same_kind(x, delta, op);
   if (x.shape() != delta.shape())
     fail("{}: the residual {} and the added {} differ in shape", op, x.describe(),
@@ -98,9 +101,17 @@ ResidualNorm add_norm_impl(const Tensor& x, const Tensor& delta, const Tensor& g
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());  // (rows, n) norm(h)
   Tensor mean = Tensor::empty({rows}, x.dtype(), x.device());  // (rows), unused by rms
   Tensor rstd = Tensor::empty({rows}, x.dtype(), x.device());  // (rows)
+  const bool record = Tape::should_record({&x, &delta, &gamma, &beta});
+  // Held by the backward (not read there) until the next layer's products take it.
+  const std::shared_ptr<Storage> y16 =
+      feeds_linear && record && current_precision() == Precision::bf16 && y.dtype() == DType::f32 &&
+              y.device() == Device::cpu && rows > 0
+          ? bf16_input(y).bits
+          : nullptr;  // (rows, n) bf16
   if (rows > 0)
-    backend_of(y).add_norm(in.x, d, in.gamma, in.beta, eps, rms, rows, n, h, y, mean, rstd);
-  if (Tape::should_record({&x, &delta, &gamma, &beta})) {
+    backend_of(y).add_norm(in.x, d, in.gamma, in.beta, eps, rms, rows, n, h, y, mean, rstd,
+                           y16 ? static_cast<std::uint16_t*>(y16->data()) : nullptr);
+  if (record) {
     const bool need_gamma = gamma.defined() && gamma.requires_grad();
     const bool need_beta = beta.defined() && beta.requires_grad();
     const Tensor saved_h = h.detach();  // h itself becomes an output of the tape: not a cycle
@@ -109,7 +120,8 @@ ResidualNorm add_norm_impl(const Tensor& x, const Tensor& delta, const Tensor& g
     Tape::current().record_multi(
         op, {x, delta, gamma, beta}, {h, y},
         [=, g = in.gamma](const std::vector<Tensor>& grads) {
-          const Tensor& grad_sum = grads[0];     // (..., n) or undefined
+          (void)y16;                          // held, not read: the next layer's products read it
+          const Tensor& grad_sum = grads[0];  // (..., n) or undefined
           const Tensor& grad_normed = grads[1];  // (..., n) or undefined
           if (!grad_normed.defined())            // only the sum's consumers sent a gradient
             return std::vector<Tensor>{grad_sum, grad_sum, Tensor(), Tensor()};
@@ -134,12 +146,13 @@ Tensor rms_norm(const Tensor& x, const Tensor& gamma, double eps) {
 }
 
 ResidualNorm add_layer_norm(const Tensor& x, const Tensor& delta, const Tensor& gamma,
-                            const Tensor& beta, double eps) {
-  return add_norm_impl(x, delta, gamma, beta, eps, false, "add_layer_norm");
+                            const Tensor& beta, double eps, bool feeds_linear) {
+  return add_norm_impl(x, delta, gamma, beta, eps, false, feeds_linear, "add_layer_norm");
 }
 
-ResidualNorm add_rms_norm(const Tensor& x, const Tensor& delta, const Tensor& gamma, double eps) {
-  return add_norm_impl(x, delta, gamma, Tensor(), eps, true, "add_rms_norm");
+ResidualNorm add_rms_norm(const Tensor& x, const Tensor& delta, const Tensor& gamma, double eps,
+                          bool feeds_linear) {
+  return add_norm_impl(x, delta, gamma, Tensor(), eps, true, feeds_linear, "add_rms_norm");
 }
 
 }  // namespace relpos

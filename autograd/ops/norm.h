@@ -20,9 +20,13 @@ struct ResidualNorm {
   Tensor sum;     // (..., n)
   Tensor normed;  // (..., n)
 };
+// feeds_linear: normed is a linear layer's input (autograd/ops/linear.h). Then, while recording
+// under train.precision bf16 on the CPU, the pass also writes normed's bf16 rounding and hands
+// it to that layer's products (autograd/ops/bf16_input.h), which would otherwise read normed
+// again to round it: the same bits, one pass fewer.
 ResidualNorm add_layer_norm(const Tensor& x, const Tensor& delta, const Tensor& gamma,
-                            const Tensor& beta, double eps = 1e-5);
+                            const Tensor& beta, double eps = 1e-5, bool feeds_linear = false);
 ResidualNorm add_rms_norm(const Tensor& x, const Tensor& delta, const Tensor& gamma,
-                          double eps = 1e-6);
+                          double eps = 1e-6, bool feeds_linear = false);
 
 }  // namespace relpos
