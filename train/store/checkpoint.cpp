@@ -117,15 +117,20 @@ H5::DataSpace dataspace_for(const Shape& shape) {
   return H5::DataSpace(static_cast<int>(dims.size()), dims.data());
 }
 
-// A new group that keeps all its links and attributes in its object header, however
-// many there are (HDF5 moves more than 8 into dense storage by default): relpos's
-// reader accepts no dense storage (hdf5_metadata_check.h).
+// Raises HDF5's compact-storage limits of the group (or file, for its root group)
+// creation property list `creation` to their maximum, 65,535 links and attributes:
+// HDF5 moves more than 8 into dense storage by default, which relpos's reader refuses
+// (hdf5_metadata_check.h). False if HDF5 refuses.
+bool keep_compact(hid_t creation) {
+  constexpr unsigned kMostCompact = 65535;
+  return H5Pset_link_phase_change(creation, kMostCompact, 0) >= 0 &&
+         H5Pset_attr_phase_change(creation, kMostCompact, 0) >= 0;
+}
+
 H5::Group create_group(const H5::Group& parent, const std::string& name) {
-  constexpr unsigned kMostCompact = 65535;  // HDF5's limit for both
   const hid_t creation = H5Pcreate(H5P_GROUP_CREATE);
   hid_t id = H5I_INVALID_HID;
-  if (creation >= 0 && H5Pset_link_phase_change(creation, kMostCompact, 0) >= 0 &&
-      H5Pset_attr_phase_change(creation, kMostCompact, 0) >= 0)
+  if (creation >= 0 && keep_compact(creation))
     id = H5Gcreate2(parent.getId(), name.c_str(), H5P_DEFAULT, creation, H5P_DEFAULT);
   if (creation >= 0) H5Pclose(creation);
   if (id < 0) throw H5::GroupIException("H5Gcreate2", "cannot create group " + name);
@@ -223,7 +228,10 @@ std::vector<char> hdf5_image(const fs::path& label, const Checkpoint& checkpoint
   H5::FileAccPropList access;
   access.setCore(kImageIncrement, false);
   access.setLibverBounds(H5F_LIBVER_V18, H5F_LIBVER_LATEST);
-  H5::H5File h5(label.string(), H5F_ACC_TRUNC, H5::FileCreatPropList::DEFAULT, access);
+  const H5::FileCreatPropList creation;
+  if (!keep_compact(creation.getId()))
+    throw H5::FileIException("H5Pset_link_phase_change", "cannot keep the root group compact");
+  H5::H5File h5(label.string(), H5F_ACC_TRUNC, creation, access);
   write_contents(h5, checkpoint);  // its groups and datasets are closed on return
   h5.flush(H5F_SCOPE_GLOBAL);
   const ssize_t size = H5Fget_file_image(h5.getId(), nullptr, 0);
