@@ -30,12 +30,9 @@ class ObjectWalk {
  private:
   void object_header(std::uint64_t at, const std::string& path) {
     Hdf5Object object{at, path, false, 0, {}, {}, {}, {}};
-    if (!read_chunks(object)) {
-      visit_(object);
-      return;
-    }
+    read_chunks(object);
     visit_(object);
-    for (const Hdf5Message& message : object.messages) {
+    for (const Hdf5Message& message : object.messages) {  // none if unreadable
       if (message.type != hdf5_message::kLink || (message.flags & hdf5_message::kShared)) continue;
       const Hdf5Link link = read_hdf5_link(bytes_, message);
       if (link.well_formed && link.hard)
@@ -44,21 +41,21 @@ class ObjectWalk {
     }
   }
 
-  // Reads the chunks and messages of the object header at object.address; false if it
-  // is not a version 2 object header whose first chunk lies inside the image.
-  bool read_chunks(Hdf5Object& object) {
+  // Reads the chunks and messages of the object header at object.address, unless it is
+  // not a version 2 object header whose first chunk lies inside the image (then
+  // object.readable stays false).
+  void read_chunks(Hdf5Object& object) {
     const std::uint64_t at = object.address;
-    if (!bytes_.signature(at, "OHDR") || !bytes_.has(at, 6) || bytes_.byte(at + 4) != 2)
-      return false;
+    if (!bytes_.signature(at, "OHDR") || !bytes_.has(at, 6) || bytes_.byte(at + 4) != 2) return;
     const std::uint8_t flags = bytes_.byte(at + 5);
     std::uint64_t pos = at + 6;
     if (flags & 0x20) pos += 16;  // access, modification, change, birth times
     if (flags & 0x10) pos += 4;   // attribute phase change values
     const unsigned width = 1u << (flags & 0x03);
-    if (!bytes_.has(pos, width)) return false;
+    if (!bytes_.has(pos, width)) return;
     const std::uint64_t size = bytes_.le(pos, width);
     pos += width;
-    if (!bytes_.has(pos, size) || !bytes_.has(pos + size, 4)) return false;
+    if (!bytes_.has(pos, size) || !bytes_.has(pos + size, 4)) return;
     object.readable = true;
     object.flags = flags;
     object.chunks = {{at, pos + size}};
@@ -79,7 +76,6 @@ class ObjectWalk {
         object.unread_chunks.push_back(message.at);
       }
     }
-    return true;
   }
 
   // The messages of one chunk, [p, end).
