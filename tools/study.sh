@@ -6,7 +6,7 @@
 # resumes after an interruption: finished runs are skipped, an interrupted one continues
 # from its last checkpoint, and the evaluation is reused when its settings are unchanged.
 # When the part finishes, its report and figures (results.md, results.csv,
-# differences.csv, *.png, *.svg) are copied from runs/study/PART to
+# differences.csv, *.png, *.svg) are copied from the sweep's out_dir (runs/study/...) to
 # docs/results/study/PART, with the command, the machine and the wall time in RUN.md,
 # ready to be committed.
 set -euo pipefail
@@ -26,7 +26,8 @@ if [ ! -x "$relpos" ]; then
   echo "tools/study.sh: '$relpos' is not an executable (build it: cmake --build build --target relpos_cli)" >&2
   exit 2
 fi
-out=runs/study/$part
+# The sweep's own out_dir: parts that share one (text-1, text, settings, tuning) report there.
+out=$(sed -n 's/^out_dir: *\([^ #]*\).*/\1/p' "$sweep")
 dest=docs/results/study/$part
 start=$(date +%s)
 "$relpos" ablate "$sweep"

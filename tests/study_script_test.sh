@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# tools/study.sh on a tiny part, in a scratch folder: it trains through `relpos ablate`,
+# copies the report from the sweep's own out_dir (not runs/study/PART) to
+# docs/results/study/PART with a RUN.md, and refuses an unknown part in one line, exit 2.
+#   tests/study_script_test.sh RELPOS SOURCE_DIR
+set -euo pipefail
+relpos=$1
+source_dir=$2
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+cd "$scratch"
+mkdir -p configs/study
+# The part's out_dir is deliberately not runs/study/<part>, as for the study's text parts.
+cat > configs/study/tiny.yaml <<YAML
+base: [$source_dir/configs/quickstart.yaml, $source_dir/configs/study/small_model.yaml]
+overrides: [train.steps=4, train.eval_every=4, train.checkpoint_every=4, train.log_every=2]
+out_dir: runs/study/shared
+seeds: [0, 1]
+jobs: 1
+eval_lengths: [128]
+eval_batches: 1
+variants:
+  - name: none
+    files: [$source_dir/configs/schemes/none.yaml]
+  - name: alibi
+    files: [$source_dir/configs/schemes/alibi.yaml]
+YAML
+fail() { echo "study_script_test: $*" >&2; exit 1; }
+
+RELPOS_DATA_DIR=$source_dir/data "$source_dir/tools/study.sh" tiny "$relpos" > study.log 2>&1 ||
+  { cat study.log >&2; fail "tools/study.sh tiny failed"; }
+for file in results.md results.csv differences.csv RUN.md; do
+  [ -s "docs/results/study/tiny/$file" ] || fail "docs/results/study/tiny/$file was not written"
+done
+grep -q '^| alibi' docs/results/study/tiny/results.md || fail "results.md lacks the alibi row"
+grep -q 'relpos ablate configs/study/tiny.yaml' docs/results/study/tiny/RUN.md ||
+  fail "RUN.md does not name the command"
+[ ! -e runs/study/tiny ] || fail "runs/study/tiny was made: the part must use the sweep's out_dir"
+
+set +e
+message=$("$source_dir/tools/study.sh" no-such-part "$relpos" 2>&1)
+status=$?
+set -e
+[ "$status" -eq 2 ] || fail "an unknown part exited $status, expected 2"
+[ "$(printf '%s\n' "$message" | wc -l)" -eq 1 ] || fail "an unknown part printed more than one line"
+case $message in *"no part 'no-such-part'"*) ;; *) fail "unexpected message: $message" ;; esac
+echo "study_script_test: passed"
