@@ -119,6 +119,45 @@ TEST_CASE("ablation memory: every run is scored with each memory length, paired 
   CHECK(again[3].memory[1].loss == runs[3].memory[1].loss);
 }
 
+TEST_CASE("ablation memory: a kNN model is scored one memory at a time",
+          "[ablation][memory][knn]") {
+  TempDir box("ablation_memory_knn");
+  box.write("tiny.yaml", testing::tiny_run_yaml({"data.batch_size=4", "train.keep_checkpoints=0",
+                                                 "model.position.scheme=t5"}));
+  std::ostringstream log;
+  const std::vector<VariantResult> runs = run_sweep(
+      load_sweep(box.write(
+          "sweep.yaml",
+          fmt::format("base: [tiny.yaml]\nout_dir: {}\neval_batches: 3\n"
+                      "eval_mem_lengths: [0, 16]\neval_knn_sizes: [8, 0]\n"
+                      "variants:\n  - name: knn\n    overrides: [model.knn_memory.layer=0, "
+                      "model.knn_memory.size=40, model.knn_memory.top_k=4]\n  - name: plain\n",
+                      (box.path() / "out").string()))),
+      log);
+  INFO(log.str());
+  const auto points = [](const VariantResult& r) {
+    std::vector<std::pair<std::int64_t, std::int64_t>> out;
+    for (const MemoryLoss& p : r.memory) out.emplace_back(p.mem_len, p.knn_size);
+    return out;
+  };
+  // The segment memory with the trained kNN size 40, the kNN sizes without segment memory.
+  using Points = std::vector<std::pair<std::int64_t, std::int64_t>>;
+  CHECK(points(runs[0]) == Points{{0, 0}, {0, 8}, {0, 40}, {16, 40}});
+  CHECK(points(runs[1]) == Points{{0, 0}, {16, 0}});  // no kNN layer: size 0
+  RunState run = load_run_for_inference(resolve_checkpoint(box.path() / "out/knn"));
+  const auto& corpus = dynamic_cast<const CorpusSource&>(*run.data);
+  const auto expected =
+      evaluate_streams(*run.model, corpus.corpus().validation, {16}, {0}, 4, 3, {8})[0].loss;
+  CHECK(runs[0].memory[1].loss == Approx(expected).epsilon(1e-12));
+  CHECK(runs[0].memory[1].loss != runs[0].memory[0].loss);  // the kNN memory is used
+  const std::string csv = slurp(box.path() / "out/results.csv");
+  CHECK(std::stod(csv_cell(csv, "knn", "loss_mem_16_knn_40")) ==
+        Approx(runs[0].memory[3].loss).margin(1e-6));
+  CHECK(csv_cell(csv, "plain", "loss_mem_16_knn_40").empty());
+  CHECK(std::stod(csv_cell(csv, "plain", "loss_mem_16")) ==
+        Approx(runs[1].memory[1].loss).margin(1e-6));
+}
+
 TEST_CASE("ablation memory: the keys' errors name the file, line and variant",
           "[ablation][memory]") {
   TempDir box("ablation_memory_errors");

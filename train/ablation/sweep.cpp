@@ -9,6 +9,7 @@
 #include <limits>
 #include <optional>
 #include <ostream>
+#include <set>
 
 #include "autograd/error.h"
 #include "data/data_source.h"
@@ -155,24 +156,24 @@ std::int64_t eval_sequences_for(const AblationSweep& sweep) {
 }
 
 // What the sweep evaluates a run at, as a VariantResult without values: the lengths, the
-// amount, the memory points (every eval_mem_lengths entry, each with every eval_knn_sizes
-// entry where the model has a kNN layer, none given: its own model.knn_memory.size, else
-// with kNN size 0) and the copy check's readings (one window without eval_mem_lengths,
-// else segments at each memory point) and distances.
+// amount, the memory points and the copy check's readings and distances. The memory
+// points vary one memory at a time: every eval_mem_lengths entry with the kNN memory as
+// trained (model.knn_memory.size; 0 without a kNN layer), and, for a model with a kNN
+// layer, every eval_knn_sizes entry without segment memory; ordered, duplicates dropped.
+// The copy check reads one window without eval_mem_lengths, else segments at each point.
 VariantResult planned_evaluation(const AblationSweep& sweep, const RunConfig& config) {
   VariantResult plan;
   plan.eval_batches = eval_batches_for(sweep, config);
   plan.eval_sequences = eval_sequences_for(sweep);
   for (const std::int64_t length : lengths_for(sweep, config))
     plan.extrapolation.push_back({length, kNaN, ""});
-  std::vector<std::int64_t> knn_sizes = {0};
-  if (config.model.knn_memory.enabled())
-    knn_sizes = sweep.eval_knn_sizes.empty()
-                    ? std::vector<std::int64_t>{config.model.knn_memory.size}
-                    : sweep.eval_knn_sizes;
+  const bool has_knn = config.model.knn_memory.enabled();
+  std::set<std::pair<std::int64_t, std::int64_t>> points;  // (mem_len, knn_size)
   for (const std::int64_t mem_len : sweep.eval_mem_lengths)
-    for (const std::int64_t knn_size : knn_sizes)
-      plan.memory.push_back({mem_len, knn_size, kNaN, ""});
+    points.emplace(mem_len, has_knn ? config.model.knn_memory.size : 0);
+  if (has_knn)
+    for (const std::int64_t knn_size : sweep.eval_knn_sizes) points.emplace(0, knn_size);
+  for (const auto& point : points) plan.memory.push_back({point.first, point.second, kNaN, ""});
   if (sweep.copy_span > 0) {
     plan.copy_span = sweep.copy_span;
     plan.copy_sequences = sweep.copy_sequences;

@@ -29,9 +29,10 @@ struct AblationSweep {
   bool eval_whole = false;
   std::int64_t eval_sequences = 256;
   // Memory evaluation: each run is also scored on the validation text read as streams at
-  // its training length, with each segment memory length of eval_mem_lengths and, where the
-  // model has a kNN layer, each kNN memory size of eval_knn_sizes (VariantResult::memory).
-  // Both sorted and unique; eval_knn_sizes alone implies eval_mem_lengths [0].
+  // its training length, with each segment memory length of eval_mem_lengths (a kNN layer
+  // keeping its trained size) and, where the model has a kNN layer, each kNN memory size of
+  // eval_knn_sizes without segment memory (VariantResult::memory). Both sorted and unique;
+  // eval_knn_sizes alone implies eval_mem_lengths [0].
   std::vector<std::int64_t> eval_mem_lengths;
   std::vector<std::int64_t> eval_knn_sizes;
   // eval_copy: {span, distances, sequences}: the in-context copy check (train/copy_check.h)
