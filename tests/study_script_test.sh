@@ -44,4 +44,12 @@ set -e
 [ "$status" -eq 2 ] || fail "an unknown part exited $status, expected 2"
 [ "$(printf '%s\n' "$message" | wc -l)" -eq 1 ] || fail "an unknown part printed more than one line"
 case $message in *"no part 'no-such-part'"*) ;; *) fail "unexpected message: $message" ;; esac
+# An overlay (configs/study/*_model.yaml) is not a part, and not listed as one.
+cp "$source_dir/configs/study/small_model.yaml" configs/study/
+set +e
+message=$("$source_dir/tools/study.sh" small_model "$relpos" 2>&1)
+status=$?
+set -e
+[ "$status" -eq 2 ] || fail "the overlay small_model exited $status, expected 2"
+case $message in *"(expected one of: tiny)"*) ;; *) fail "unexpected message: $message" ;; esac
 echo "study_script_test: passed"

@@ -17,8 +17,9 @@ fi
 part=$1
 relpos=${2:-build/train/relpos}
 sweep=configs/study/$part.yaml
-if [[ ! $part =~ ^[a-z0-9_-]+$ ]] || [ ! -f "$sweep" ]; then
-  parts=$(cd configs/study && ls -- *.yaml | grep -v '^small_model\|^large_model' | sed 's/\.yaml$//' | paste -sd ' ')
+# configs/study/*_model.yaml are the parts' config overlays, not parts.
+if [[ ! $part =~ ^[a-z0-9_-]+$ ]] || [[ $part == *_model ]] || [ ! -f "$sweep" ]; then
+  parts=$(cd configs/study && ls -- *.yaml | grep -v '_model\.yaml$' | sed 's/\.yaml$//' | paste -sd ' ')
   echo "tools/study.sh: no part '$part' (expected one of: $parts)" >&2
   exit 2
 fi
