@@ -16,6 +16,7 @@
 #include "tests/tiny_run.h"
 #include "train/ablation/report.h"
 #include "train/ablation/sweep.h"
+#include "train/copy_check.h"
 #include "train/evaluate_stream.h"
 #include "train/trainer.h"
 
@@ -156,6 +157,43 @@ TEST_CASE("ablation memory: a kNN model is scored one memory at a time",
   CHECK(csv_cell(csv, "plain", "loss_mem_16_knn_40").empty());
   CHECK(std::stod(csv_cell(csv, "plain", "loss_mem_16")) ==
         Approx(runs[1].memory[1].loss).margin(1e-6));
+}
+
+TEST_CASE("ablation memory: the copy check in one window, NaN with a note where it cannot run",
+          "[ablation][memory][copy_check]") {
+  TempDir box("ablation_copy");
+  box.write("tiny.yaml", testing::tiny_run_yaml({"data.batch_size=4", "train.keep_checkpoints=0"}));
+  std::ostringstream log;
+  const std::vector<VariantResult> runs = run_sweep(
+      load_sweep(box.write(
+          "sweep.yaml",
+          fmt::format("base: [tiny.yaml]\nout_dir: {}\neval_batches: 1\n"
+                      "eval_copy: {{span: 4, distances: [20, 4], sequences: 6}}\n"
+                      "variants:\n  - name: alibi\n    overrides: [model.position.scheme=alibi]\n"
+                      "  - name: learned\n    overrides: [model.position.scheme=learned, "
+                      "model.position.max_len=16]\n",
+                      (box.path() / "out").string()))),
+      log);
+  INFO(log.str());
+  REQUIRE(runs[0].copy.size() == 2);
+  CHECK(runs[0].copy[0].distance == 4);
+  CHECK_FALSE(runs[0].copy[1].segments);
+  RunState run = load_run_for_inference(resolve_checkpoint(box.path() / "out/alibi"));
+  const auto& corpus = dynamic_cast<const CorpusSource&>(*run.data);
+  const CopyCheckPoint expected =
+      copy_check(*run.model, corpus.corpus().validation, 4, {20}, 6, 4, kCopyCheckSeed)[0];
+  CHECK(runs[0].copy[1].loss_repeat == Approx(expected.loss_repeat).epsilon(1e-12));
+  CHECK(runs[0].copy[1].gain() == Approx(expected.gain()).epsilon(1e-12));
+  // learned positions end at 16: the window of 20 + 4 − 1 tokens cannot run.
+  CHECK(std::isnan(runs[1].copy[1].gain()));
+  CHECK_FALSE(runs[1].copy[1].note.empty());
+  CHECK(std::isfinite(runs[1].copy[0].gain()));
+  const std::string csv = slurp(box.path() / "out/results.csv");
+  CHECK(std::stod(csv_cell(csv, "alibi", "copy_gain_20")) == Approx(expected.gain()).margin(1e-6));
+  CHECK(csv_cell(csv, "learned", "copy_gain_20") == "nan");
+  const std::string md = slurp(box.path() / "out/results.md");
+  CHECK(md.find("## In-context copy check") != std::string::npos);
+  CHECK(md.find("- learned copy_gain_20: ") != std::string::npos);
 }
 
 TEST_CASE("ablation memory: the keys' errors name the file, line and variant",

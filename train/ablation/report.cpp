@@ -401,8 +401,17 @@ std::string results_markdown(const AblationSweep& sweep, const std::vector<Varia
   }
   std::vector<std::string> notes;
   for (const VariantStats& v : variants) {
-    for (const VariantResult* r : v.runs)
+    for (const VariantResult* r : v.runs) {
       notes.insert(notes.end(), r->notes.begin(), r->notes.end());
+      // Where a memory point or a copy check could not run (NaN in the tables).
+      for (const MemoryLoss& p : r->memory)
+        if (!p.note.empty())
+          notes.push_back(fmt::format("{} {}: {}", run_folder(sweep, *r),
+                                      memory_label(p.mem_len, p.knn_size), p.note));
+      for (const CopyGain& p : r->copy)
+        if (!p.note.empty())
+          notes.push_back(fmt::format("{} {}: {}", run_folder(sweep, *r), copy_label(p), p.note));
+    }
     for (const LengthStats& l : v.lengths) {
       // One line for a note that every seed gave alike, else one per run.
       std::vector<std::string> at_length;
