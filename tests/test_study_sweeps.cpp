@@ -42,7 +42,13 @@ TEST_CASE("study: every sweep file of configs/study resolves and reads the whole
       }
     } else if (part.starts_with("knn")) {
       CHECK(sweep.eval_knn_sizes.back() >= 100 * sweep.eval_knn_sizes.at(1));  // [0, S, ...]
-      for (const RunConfig& c : configs) CHECK(c.train.steps >= 5000);
+      const auto source = make_source(configs.front().data);
+      const auto validation = static_cast<std::int64_t>(
+          dynamic_cast<const CorpusSource&>(*source).corpus().validation.size());
+      for (const RunConfig& c : configs) {
+        CHECK(c.train.steps >= 5000);
+        CHECK(validation / c.data.batch_size >= 25000);  // evaluation streams of >= 25 KB
+      }
     } else if (part != "pilot") {
       CHECK(sweep.seeds == std::vector<std::uint64_t>{0, 1, 2, 3, 4});
     }

@@ -41,6 +41,16 @@ for file in "$out"/results.md "$out"/results.csv "$out"/differences.csv "$out"/*
   cp -- "$file" "$dest/$(basename "$file").tmp"
   mv -- "$dest/$(basename "$file").tmp" "$dest/$(basename "$file")"
 done
+# The kNN layer's gates by step, where runs logged them (docs/knn-memory.md): knn_gates.png.
+gated=()
+for metrics in "$out"/*/metrics.jsonl "$out"/*/seed-*/metrics.jsonl; do
+  run=${metrics%/metrics.jsonl}
+  grep -q '"knn_gate"' "$metrics" && gated+=("${run#"$out"/}=$run")
+done
+if [ ${#gated[@]} -gt 0 ]; then
+  /usr/bin/python3 "$(dirname "$0")/plot.py" knn-gates "$dest/knn_gates.png" "${gated[@]}" ||
+    echo "tools/study.sh: the gates' figure was not drawn (see above)" >&2
+fi
 cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -n 1)
 {
   echo "# Study part $part"
