@@ -17,8 +17,9 @@ fi
 part=$1
 relpos=${2:-build/train/relpos}
 sweep=configs/study/$part.yaml
-if [[ ! $part =~ ^[a-z0-9_-]+$ ]] || [ ! -f "$sweep" ]; then
-  parts=$(cd configs/study && ls -- *.yaml | grep -v '^small_model\|^large_model' | sed 's/\.yaml$//' | paste -sd ' ')
+# configs/study/*_model.yaml are the parts' config overlays, not parts.
+if [[ ! $part =~ ^[a-z0-9_-]+$ ]] || [[ $part == *_model ]] || [ ! -f "$sweep" ]; then
+  parts=$(cd configs/study && ls -- *.yaml | grep -v '_model\.yaml$' | sed 's/\.yaml$//' | paste -sd ' ')
   echo "tools/study.sh: no part '$part' (expected one of: $parts)" >&2
   exit 2
 fi
@@ -40,6 +41,16 @@ for file in "$out"/results.md "$out"/results.csv "$out"/differences.csv "$out"/*
   cp -- "$file" "$dest/$(basename "$file").tmp"
   mv -- "$dest/$(basename "$file").tmp" "$dest/$(basename "$file")"
 done
+# The kNN layer's gates by step, where runs logged them (docs/knn-memory.md): knn_gates.png.
+gated=()
+for metrics in "$out"/*/metrics.jsonl "$out"/*/seed-*/metrics.jsonl; do
+  run=${metrics%/metrics.jsonl}
+  grep -q '"knn_gate"' "$metrics" && gated+=("${run#"$out"/}=$run")
+done
+if [ ${#gated[@]} -gt 0 ]; then
+  /usr/bin/python3 "$(dirname "$0")/plot.py" knn-gates "$dest/knn_gates.png" "${gated[@]}" ||
+    echo "tools/study.sh: the gates' figure was not drawn (see above)" >&2
+fi
 cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -n 1)
 {
   echo "# Study part $part"
