@@ -14,7 +14,7 @@ mkdir -p configs/study
 # The part's out_dir is deliberately not runs/study/<part>, as for the study's text parts.
 cat > configs/study/tiny.yaml <<YAML
 base: [$source_dir/configs/quickstart.yaml, $source_dir/configs/study/small_model.yaml]
-overrides: [train.steps=4, train.eval_every=4, train.checkpoint_every=4, train.log_every=2]
+overrides: [train.steps=60, train.eval_every=60, train.checkpoint_every=20, train.log_every=20]
 out_dir: runs/study/shared
 seeds: [0, 1]
 jobs: 1
@@ -31,7 +31,16 @@ variants:
 YAML
 fail() { echo "study_script_test: $*" >&2; exit 1; }
 
-RELPOS_DATA_DIR=$source_dir/data "$source_dir/tools/study.sh" tiny "$relpos" > study.log 2>&1 ||
+export RELPOS_DATA_DIR=$source_dir/data
+set +e
+RELPOS_STUDY_SECONDS=2 "$source_dir/tools/study.sh" tiny "$relpos" > stopped.log 2>&1
+status=$?
+set -e
+[ "$status" -eq 3 ] || { cat stopped.log >&2; fail "a call at its time limit exited $status, expected 3"; }
+grep -q '^| none | ' docs/results/study/tiny/PARTIAL.md || fail "PARTIAL.md lacks the none row"
+[ ! -e docs/results/study/tiny/results.md ] || fail "a stopped part wrote results.md"
+
+"$source_dir/tools/study.sh" tiny "$relpos" > study.log 2>&1 ||
   { cat study.log >&2; fail "tools/study.sh tiny failed"; }
 for file in results.md results.csv differences.csv RUN.md; do
   [ -s "docs/results/study/tiny/$file" ] || fail "docs/results/study/tiny/$file was not written"
@@ -43,6 +52,8 @@ if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then  # the kNN run's ga
   [ -s docs/results/study/tiny/knn_gates.svg ] || fail "knn_gates.svg was not drawn"
   grep -q 'knn/seed-1 head 3' docs/results/study/tiny/knn_gates.svg || fail "knn_gates.svg lacks a run"
 fi
+[ ! -e docs/results/study/tiny/PARTIAL.md ] || fail "PARTIAL.md was left after the part finished"
+grep -q '^resume ' study.log || fail "the second call did not resume the stopped run"
 [ ! -e runs/study/tiny ] || fail "runs/study/tiny was made: the part must use the sweep's out_dir"
 
 set +e
