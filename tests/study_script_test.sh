@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tools/study.sh on a tiny part, in a scratch folder: it trains through `relpos ablate`,
 # copies the report from the sweep's own out_dir (not runs/study/PART) to
-# docs/results/study/PART with a RUN.md, and refuses an unknown part in one line, exit 2.
+# docs/results/study/PART with a RUN.md (and draws the kNN run's gates), and refuses an
+# unknown part or an overlay in one line, exit 2.
 #   tests/study_script_test.sh RELPOS SOURCE_DIR
 set -euo pipefail
 relpos=$1
@@ -13,7 +14,7 @@ mkdir -p configs/study
 # The part's out_dir is deliberately not runs/study/<part>, as for the study's text parts.
 cat > configs/study/tiny.yaml <<YAML
 base: [$source_dir/configs/quickstart.yaml, $source_dir/configs/study/small_model.yaml]
-overrides: [train.steps=4, train.eval_every=4, train.checkpoint_every=4, train.log_every=2]
+overrides: [train.steps=60, train.eval_every=60, train.checkpoint_every=20, train.log_every=20]
 out_dir: runs/study/shared
 seeds: [0, 1]
 jobs: 1
@@ -24,10 +25,22 @@ variants:
     files: [$source_dir/configs/schemes/none.yaml]
   - name: alibi
     files: [$source_dir/configs/schemes/alibi.yaml]
+  - name: knn
+    files: [$source_dir/configs/schemes/alibi.yaml]
+    overrides: [model.knn_memory.layer=1, model.knn_memory.size=128, model.knn_memory.top_k=4]
 YAML
 fail() { echo "study_script_test: $*" >&2; exit 1; }
 
-RELPOS_DATA_DIR=$source_dir/data "$source_dir/tools/study.sh" tiny "$relpos" > study.log 2>&1 ||
+export RELPOS_DATA_DIR=$source_dir/data
+set +e
+RELPOS_STUDY_SECONDS=2 "$source_dir/tools/study.sh" tiny "$relpos" > stopped.log 2>&1
+status=$?
+set -e
+[ "$status" -eq 3 ] || { cat stopped.log >&2; fail "a call at its time limit exited $status, expected 3"; }
+grep -q '^| none | ' docs/results/study/tiny/PARTIAL.md || fail "PARTIAL.md lacks the none row"
+[ ! -e docs/results/study/tiny/results.md ] || fail "a stopped part wrote results.md"
+
+"$source_dir/tools/study.sh" tiny "$relpos" > study.log 2>&1 ||
   { cat study.log >&2; fail "tools/study.sh tiny failed"; }
 for file in results.md results.csv differences.csv RUN.md; do
   [ -s "docs/results/study/tiny/$file" ] || fail "docs/results/study/tiny/$file was not written"
@@ -35,6 +48,12 @@ done
 grep -q '^| alibi' docs/results/study/tiny/results.md || fail "results.md lacks the alibi row"
 grep -q 'relpos ablate configs/study/tiny.yaml' docs/results/study/tiny/RUN.md ||
   fail "RUN.md does not name the command"
+if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then  # the kNN run's gates, drawn
+  [ -s docs/results/study/tiny/knn_gates.svg ] || fail "knn_gates.svg was not drawn"
+  grep -q 'knn/seed-1 head 3' docs/results/study/tiny/knn_gates.svg || fail "knn_gates.svg lacks a run"
+fi
+[ ! -e docs/results/study/tiny/PARTIAL.md ] || fail "PARTIAL.md was left after the part finished"
+grep -q '^resume ' study.log || fail "the second call did not resume the stopped run"
 [ ! -e runs/study/tiny ] || fail "runs/study/tiny was made: the part must use the sweep's out_dir"
 
 set +e
@@ -44,4 +63,12 @@ set -e
 [ "$status" -eq 2 ] || fail "an unknown part exited $status, expected 2"
 [ "$(printf '%s\n' "$message" | wc -l)" -eq 1 ] || fail "an unknown part printed more than one line"
 case $message in *"no part 'no-such-part'"*) ;; *) fail "unexpected message: $message" ;; esac
+# An overlay (configs/study/*_model.yaml) is not a part, and not listed as one.
+cp "$source_dir/configs/study/small_model.yaml" configs/study/
+set +e
+message=$("$source_dir/tools/study.sh" small_model "$relpos" 2>&1)
+status=$?
+set -e
+[ "$status" -eq 2 ] || fail "the overlay small_model exited $status, expected 2"
+case $message in *"(expected one of: tiny)"*) ;; *) fail "unexpected message: $message" ;; esac
 echo "study_script_test: passed"

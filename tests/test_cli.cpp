@@ -369,6 +369,29 @@ TEST_CASE("cli: recurrent training, eval --mem-len, and their one-line errors",
           .exit_code == 0);
   require_one_line_error(box.run("eval " + absolute + "/checkpoints/ckpt_00000002.h5 --mem-len 16"),
                          {"absolute"});
+
+  // The in-context copy check, in one window and as segments with memory.
+  const std::string copy_json = (box.path() / "copy.json").string();
+  r = box.run("eval " + ckpt + " --copy-span 4 --copy-distances 8,20 --sequences 4 --mem-len 0,16" +
+              " --json " + copy_json);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(r.out.find("control loss") != std::string::npos);
+  const auto copy = nlohmann::json::parse(slurp(copy_json))["results"];
+  REQUIRE(copy.size() == 4);  // 2 memories x 2 distances
+  REQUIRE(copy[1]["distance"] == 20);
+  REQUIRE(copy[1]["segment"] == 16);
+  REQUIRE(copy[1]["gain"] == 0.0);  // the repeat's segment sees nothing of the first span
+  require_one_line_error(box.run("eval " + ckpt + " --copy-span 1 --copy-distances 8"),
+                         {"--copy-span 1: expected a span >= 2"});
+  require_one_line_error(box.run("eval " + ckpt + " --copy-span 4 --copy-distances 2"),
+                         {"--copy-distances: each must be in [--copy-span, 2^20], got 2"});
+  require_one_line_error(box.run("eval " + ckpt + " --copy-span 4 --copy-distances 8 --stride 4"),
+                         {"--copy-span: the copy check sets its own lengths"});
+  require_one_line_error(box.run("eval " + absolute +
+                                 "/checkpoints/ckpt_00000002.h5 --copy-span 4 "
+                                 "--copy-distances 8 --mem-len 16"),
+                         {"absolute"});
 }
 
 TEST_CASE("cli: a kNN memory run trains, evaluates by memory size, and refuses bad sizes",

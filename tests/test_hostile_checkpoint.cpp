@@ -195,3 +195,57 @@ TEST_CASE("hostile checkpoint: NaN weights, a huge lr_halvings and a zero sample
                                                 "train.steps=6", "--resume", zero}),
                          {"zero.h5", "all 0"});
 }
+
+TEST_CASE("hostile checkpoint: links and attributes stay in object headers; dense storage refused",
+          "[hostile][checkpoint]") {
+  TempDir dir("hostile_dense");
+  const fs::path path = dir.path() / "ckpt.h5";
+  Checkpoint c = small_checkpoint();
+  for (int i = 0; i < 20; ++i)
+    c.params["many." + std::to_string(i)] =
+        Tensor::from_data(std::vector<float>{static_cast<float>(i)}, {1});
+  for (std::uint64_t i = 0; i < 12; ++i) c.rng_states["stream" + std::to_string(i)] = {i};
+  save_checkpoint(path, c);
+  // HDF5 would keep the 20 links of /params/many and the 15 attributes of /state in
+  // dense storage (a fractal heap and B-trees) by default; relpos keeps them compact.
+  REQUIRE(slurp(path).find("FRHP") == std::string::npos);
+  const Checkpoint loaded = load_checkpoint(path);
+  REQUIRE(loaded.params.size() == 21);
+  REQUIRE(loaded.rng_states.size() == 13);
+
+  {  // a group created with HDF5's defaults: its 9 links move to dense storage
+    const H5::H5File h5(path.string(), H5F_ACC_RDWR);
+    const H5::Group dense = h5.openGroup("/params").createGroup("dense");
+    for (int i = 0; i < 9; ++i) dense.createGroup("g" + std::to_string(i));
+  }
+  REQUIRE(slurp(path).find("FRHP") != std::string::npos);
+  redigest(path);
+  REQUIRE_THROWS_WITH(load_checkpoint(path),
+                      Catch::Contains("checkpoint " + path.string() +
+                                      ": /params/dense: the link info message at byte") &&
+                          Catch::Contains("names dense storage"));
+}
+
+TEST_CASE("hostile checkpoint: each datatype relpos writes passes its own allow-list",
+          "[hostile][checkpoint]") {
+  // The reader accepts five datatype encodings only (train/store/hdf5_message_check.cpp);
+  // each is written here (f32, f64, i64 and u8 datasets; i64 and u64 attributes) and read
+  // back as it was.
+  TempDir dir("hostile_dtypes");
+  const fs::path path = dir.path() / "ckpt.h5";
+  Checkpoint c = small_checkpoint();
+  for (const DType dtype : {DType::f64, DType::i64, DType::u8})
+    c.params["as_" + std::string(name_of(dtype))] =
+        Tensor::from_data(std::vector<float>{1, 2, 3}, {3}).to(dtype);
+  // Empty ones too: HDF5 allocates no storage for them (an undefined address).
+  c.params["empty"] = Tensor::zeros({0, 3});
+  c.rng_states["none"] = {};
+  save_checkpoint(path, c);
+  const Checkpoint loaded = load_checkpoint(path);
+  for (const auto& [name, tensor] : c.params) {
+    REQUIRE(loaded.params.at(name).shape() == tensor.shape());
+    REQUIRE(loaded.params.at(name).dtype() == tensor.dtype());
+    REQUIRE(loaded.params.at(name).to_vector() == tensor.to_vector());
+  }
+  REQUIRE(loaded.rng_states == c.rng_states);
+}

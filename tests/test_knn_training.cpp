@@ -2,7 +2,10 @@
 // checkpoint, so a resumed run continues bit-exactly; a checkpoint whose memory
 // does not fit the run is refused with one line.
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "autograd/error.h"
 #include "tests/test_files.h"
@@ -99,4 +102,30 @@ TEST_CASE("kNN memory: a saved memory of the wrong shape is refused with one lin
   restore_knn_memory(memory, ckpt, config, Device::cpu, "x.h5");
   REQUIRE(memory.length() == 5);
   REQUIRE(memory.valid_from() == std::vector<std::int64_t>{2, 2, 2});
+}
+
+TEST_CASE("kNN memory: metrics.jsonl logs the gates' trajectory, sigmoid of the gate bias",
+          "[knn][trainer]") {
+  TempDir dir("knn_gates");
+  RunState run = build_run(knn_config(dir.path(), {"train.log_every=2"}));
+  REQUIRE(knn_gates(*run.model) == std::vector<double>{0.5, 0.5});  // b = 0 at the start
+  train(run);
+  std::vector<std::vector<double>> logged;
+  std::ifstream in(dir.path() / "metrics.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    if (j.contains("loss")) logged.push_back(j.at("knn_gate").get<std::vector<double>>());
+  }
+  REQUIRE(logged.size() == 3);      // steps 2, 4, 6
+  REQUIRE(logged[0] != logged[2]);  // the gates move
+  std::vector<double> expected;
+  for (const NamedParameter& p : run.model->parameters())
+    if (p.name == "blocks.1.attn.knn.gate")
+      for (const double b : p.tensor.to_vector()) expected.push_back(1.0 / (1.0 + std::exp(-b)));
+  REQUIRE(expected.size() == 2);
+  for (std::size_t h = 0; h < 2; ++h) CHECK(logged[2][h] == Approx(expected[h]).epsilon(1e-12));
+  // Without a kNN layer there is nothing to log.
+  TempDir plain("knn_gates_plain");
+  RunState none = build_run(knn_config(plain.path(), {"model.knn_memory.layer=-1"}));
+  REQUIRE(knn_gates(*none.model).empty());
 }

@@ -288,6 +288,37 @@ TEST_CASE("plot.py draws loss against the kNN memory size", "[plot][slow]") {
   require_no_tmp_files(box.path());
 }
 
+TEST_CASE("plot.py draws the kNN gates' trajectory from metrics.jsonl", "[plot][slow]") {
+  if (!has_matplotlib()) {
+    WARN("SKIPPED: matplotlib is not installed for /usr/bin/python3 (python3-matplotlib)");
+    return;
+  }
+  TempDir box("plot_knn_gates");
+  fs::create_directories(box.path() / "knn");
+  fs::create_directories(box.path() / "plain");
+  box.write("knn/metrics.jsonl",
+            "{\"step\": 10, \"loss\": 2.0, \"knn_gate\": [0.5, 0.49]}\n"
+            "{\"step\": 10, \"val_loss\": 2.1}\n"
+            "{\"step\": 20, \"loss\": 1.9, \"knn_gate\": [0.52, 0.45]}\n{\"step\": 3");
+  box.write("plain/metrics.jsonl", "{\"step\": 10, \"loss\": 2.0}\n");
+  const std::string knn = "long=" + (box.path() / "knn").string();
+  const Result r = run(box, kPlot + " knn-gates " + (box.path() / "gates.png").string() + " " +
+                                knn + " --title 'gates'");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  require_figure(box.path() / "gates");
+  const std::string svg = slurp(box.path() / "gates.svg");
+  for (const char* text : {"gates", "long head 0", "long head 1"}) {
+    INFO(text);
+    REQUIRE(contains(svg, text));
+  }
+  const Result bad = run(box, kPlot + " knn-gates " + (box.path() / "g.png").string() +
+                                  " plain=" + (box.path() / "plain").string());
+  CHECK(bad.exit_code == 2);
+  CHECK(contains(bad.err, "plain/metrics.jsonl: no knn_gate entries"));
+  require_no_tmp_files(box.path());
+}
+
 TEST_CASE("without matplotlib, plot.py exits 3 and relpos prints the command to run later",
           "[plot]") {
   if (!has_python()) {

@@ -10,7 +10,9 @@
 #include "data/data_source.h"
 #include "data/sampler.h"
 #include "test_files.h"
+#include "tests/tiny_run.h"
 #include "train/config/config.h"
+#include "train/trainer.h"
 
 using namespace relpos;
 using Catch::Matchers::Contains;
@@ -113,4 +115,17 @@ TEST_CASE("stream offsets: redrawn without contiguous streams is refused in one 
                       Contains("data.stream_offsets"));
   const RunConfig c = load_config({}, {"data.stream_offsets=redrawn", "train.mem_len=16"});
   REQUIRE(c.data.stream_offsets == "redrawn");
+}
+
+TEST_CASE("stream offsets: a checkpoint of a run with redrawn offsets loads for evaluation",
+          "[data][recurrence][trainer]") {
+  // Inference reads no training stream (train.mem_len is set to 0 there), so the
+  // redrawn offsets must not make the loaded config invalid.
+  TempDir dir("stream_offsets_eval");
+  RunState run = build_run(testing::tiny_run_config(
+      {"train.mem_len=16", "data.stream_offsets=redrawn", "train.out_dir=" + dir.path().string()}));
+  train(run);
+  const RunState loaded = load_run_for_inference(resolve_checkpoint(dir.path()));
+  REQUIRE(loaded.step == 4);
+  REQUIRE(loaded.config.data.stream_offsets == "fixed");
 }

@@ -20,6 +20,8 @@ Usage (Debian: apt-get install python3-matplotlib):
         rows length,position,loss,tokens (`relpos eval --by-position`) -> the loss against
         the position in the window, one line per evaluation length (positions scored less
         than 1% as often as the most-scored one left out), OUT.png and OUT.svg
+    tools/plot.py knn-gates OUT.png LABEL=RUN_DIR... [--title TEXT]
+        the kNN gates ("knn_gate" in each metrics.jsonl) by step: a colour per head, a style per run
     tools/plot.py runs OUT.png LABEL=RUN_DIR... [--title TEXT]
         the training (solid) and validation (dashed) loss of each run's metrics.jsonl in one
         panel -> OUT.png and OUT.svg (e.g. one run in fp32 and one in bf16)
@@ -115,10 +117,10 @@ def read_results(directory):
 
 
 def read_curves(path):
-    """{"train_loss": {step: loss}, "val_loss": {step: loss}} from a metrics.jsonl; unreadable
-    lines (a run cut off by a kill) are skipped, a resumed run's repeated steps replace the
-    earlier ones."""
-    train, val = {}, {}
+    """{"train_loss": {step: loss}, "val_loss": {step: loss}, "knn_gate": {step: [g per head]}}
+    from a metrics.jsonl; unreadable lines (a run cut off by a kill) are skipped, a resumed
+    run's repeated steps replace the earlier ones."""
+    train, val, gates = {}, {}, {}
     try:
         lines = path.read_text().splitlines()
     except OSError as e:
@@ -134,7 +136,9 @@ def read_curves(path):
         for key, curve in (("loss", train), ("val_loss", val)):
             if isinstance(entry.get(key), (int, float)):
                 curve[entry["step"]] = entry[key]
-    return {"train_loss": train, "val_loss": val}
+        if isinstance(entry.get("knn_gate"), list):
+            gates[entry["step"]] = entry["knn_gate"]
+    return {"train_loss": train, "val_loss": val, "knn_gate": gates}
 
 
 def read_matrix(path):
@@ -164,6 +168,11 @@ def import_pyplot():
     matplotlib.rcParams["svg.fonttype"] = "none"  # text as text: smaller, searchable
     import matplotlib.pyplot as plt
     return plt
+
+
+def require_png(out):
+    if out.suffix != ".png":
+        raise UsageError(f"{out}: expected a file name ending in .png (the .svg goes beside it)")
 
 
 def save(fig, stem):
@@ -221,6 +230,10 @@ def finish_panel(ax, data, xlabel, ys):
     ax.set_title(f"data: {data}", fontsize=10)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("loss (nats/token" + (", log scale)" if log_y else ")"))
+    grid_and_legend(ax)
+
+
+def grid_and_legend(ax):
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
 
@@ -318,8 +331,7 @@ def plot_ablation(directory):
 
 
 def plot_positions(csv_path, out, title):
-    if out.suffix != ".png":
-        raise UsageError(f"{out}: expected a file name ending in .png (the .svg goes beside it)")
+    require_png(out)
     matrix = read_matrix(csv_path)
     plt = import_pyplot()
     from matplotlib.ticker import MaxNLocator
@@ -371,8 +383,7 @@ def read_memory_points(spec):
 
 
 def plot_memory(out, specs, title):
-    if out.suffix != ".png":
-        raise UsageError(f"{out}: expected a file name ending in .png (the .svg goes beside it)")
+    require_png(out)
     series = [read_memory_points(spec) for spec in specs]
     plt = import_pyplot()
     fig, ax = plt.subplots(figsize=(7.5, 4.2), layout="constrained")
@@ -387,8 +398,7 @@ def plot_memory(out, specs, title):
         ax.set_title(title or "Validation loss against memory length", fontsize=10)
         ax.set_xlabel("memory length (cached hidden states per layer)")
         ax.set_ylabel("loss (nats/token)")
-        ax.grid(True, which="major", alpha=0.3)
-        ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
+        grid_and_legend(ax)
         save(fig, out.with_suffix(""))
     finally:
         plt.close(fig)
@@ -413,8 +423,7 @@ def read_knn_rows(path):
 
 
 def plot_knn_memory(csv_path, out, title):
-    if out.suffix != ".png":
-        raise UsageError(f"{out}: expected a file name ending in .png (the .svg goes beside it)")
+    require_png(out)
     series = read_knn_rows(csv_path)
     plt = import_pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.2), layout="constrained")
@@ -437,22 +446,24 @@ def plot_knn_memory(csv_path, out, title):
         ax.set_title(title or csv_path.name, fontsize=10)
         ax.set_xlabel("kNN memory size S (pairs per stream, log scale)")
         ax.set_ylabel("evaluation loss (nats/byte)")
-        ax.grid(True, which="major", alpha=0.3)
-        ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
+        grid_and_legend(ax)
         save(fig, out.with_suffix(""))
     finally:
         plt.close(fig)
 
 
-def plot_runs(out, runs, title):
-    if out.suffix != ".png":
-        raise UsageError(f"{out}: expected a file name ending in .png (the .svg goes beside it)")
-    labelled = []
-    for run in runs:
-        label, sep, directory = run.partition("=")
+def run_dirs(runs):
+    """[(LABEL, Path(RUN_DIR))] from LABEL=RUN_DIR arguments."""
+    out = [run.partition("=") for run in runs]
+    for run, (label, sep, directory) in zip(runs, out):
         if not sep or not label or not directory:
             raise UsageError(f"'{run}': expected LABEL=RUN_DIR")
-        labelled.append((label, read_curves(Path(directory) / "metrics.jsonl")))
+    return [(label, Path(directory)) for label, _, directory in out]
+
+
+def plot_runs(out, runs, title):
+    require_png(out)
+    labelled = [(label, read_curves(d / "metrics.jsonl")) for label, d in run_dirs(runs)]
     plt = import_pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
     try:
@@ -472,9 +483,34 @@ def plot_runs(out, runs, title):
         plt.close(fig)
 
 
+def plot_knn_gates(out, runs, title):
+    require_png(out)
+    labelled = []
+    for label, directory in run_dirs(runs):
+        path = directory / "metrics.jsonl"
+        gates = read_curves(path)["knn_gate"]
+        if not gates:
+            raise UsageError(f"{path}: no knn_gate entries (a run with a kNN layer logs them)")
+        labelled.append((label, sorted(gates.items())))
+    plt = import_pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4.2), layout="constrained")
+    try:
+        for n, (label, points) in enumerate(labelled):
+            for head in range(len(points[0][1])):
+                ax.plot([p[0] for p in points], [p[1][head] for p in points], color=f"C{head % 10}",
+                        linestyle=LINESTYLES[n % len(LINESTYLES)], label=f"{label} head {head}")
+        ax.axhline(0.5, color="grey", linestyle=":", linewidth=0.8)
+        ax.set_title(title or "kNN layer gates g = sigmoid(b) (memory weight per head)", fontsize=10)
+        ax.set_xlabel("step")
+        ax.set_ylabel("gate g")
+        grid_and_legend(ax)
+        save(fig, out.with_suffix(""))
+    finally:
+        plt.close(fig)
+
+
 def plot_position_loss(csv_path, out, title):
-    if out.suffix != ".png":
-        raise UsageError(f"{out}: expected a file name ending in .png (the .svg goes beside it)")
+    require_png(out)
     rows = read_csv_rows(csv_path)
     if not rows or rows[0] != ["length", "position", "loss", "tokens"]:
         raise UsageError(f"{csv_path}: expected the header length,position,loss,tokens")
@@ -501,8 +537,7 @@ def plot_position_loss(csv_path, out, title):
                      "< 1% as often as the most-scored one left out)", fontsize=10)
         ax.set_xlabel("position in the window (tokens of context before the scored one)")
         ax.set_ylabel("loss (nats/token)")
-        ax.grid(True, which="major", alpha=0.3)
-        ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
+        grid_and_legend(ax)
         save(fig, out.with_suffix(""))
     finally:
         plt.close(fig)
@@ -530,6 +565,10 @@ def main():
     by_position.add_argument("csv", type=Path)
     by_position.add_argument("out", type=Path, help="OUT.png (OUT.svg is written beside it)")
     by_position.add_argument("--title", default="")
+    gates = commands.add_parser("knn-gates", help="the kNN layer's gates against the step")
+    gates.add_argument("out", type=Path, help="OUT.png (OUT.svg is written beside it)")
+    gates.add_argument("runs", nargs="+", help="LABEL=RUN_DIR (a run with a kNN layer)")
+    gates.add_argument("--title", default="")
     runs = commands.add_parser("runs", help="loss curves of several runs in one panel")
     runs.add_argument("out", type=Path, help="OUT.png (OUT.svg is written beside it)")
     runs.add_argument("runs", nargs="+", help="LABEL=RUN_DIR (a relpos train out_dir)")
@@ -546,6 +585,8 @@ def main():
             plot_position_loss(args.csv, args.out, args.title)
         elif args.command == "runs":
             plot_runs(args.out, args.runs, args.title)
+        elif args.command == "knn-gates":
+            plot_knn_gates(args.out, args.runs, args.title)
         else:
             plot_positions(args.csv, args.out, args.title)
     except UsageError as e:

@@ -8,7 +8,9 @@
 # When the part finishes, its report and figures (results.md, results.csv,
 # differences.csv, *.png, *.svg) are copied from the sweep's out_dir (runs/study/...) to
 # docs/results/study/PART, with the command, the machine and the wall time in RUN.md,
-# ready to be committed.
+# ready to be committed. A call stops after RELPOS_STUDY_SECONDS (default 2400: parts of
+# at most 40 minutes), leaving the finished runs' figures in PARTIAL.md and exit code 3;
+# the same command continues.
 set -euo pipefail
 if [ $# -lt 1 ] || [ $# -gt 2 ]; then
   echo "usage: tools/study.sh PART [RELPOS]" >&2
@@ -17,8 +19,9 @@ fi
 part=$1
 relpos=${2:-build/train/relpos}
 sweep=configs/study/$part.yaml
-if [[ ! $part =~ ^[a-z0-9_-]+$ ]] || [ ! -f "$sweep" ]; then
-  parts=$(cd configs/study && ls -- *.yaml | grep -v '^small_model\|^large_model' | sed 's/\.yaml$//' | paste -sd ' ')
+# configs/study/*_model.yaml are the parts' config overlays, not parts.
+if [[ ! $part =~ ^[a-z0-9_-]+$ ]] || [[ $part == *_model ]] || [ ! -f "$sweep" ]; then
+  parts=$(cd configs/study && ls -- *.yaml | grep -v '_model\.yaml$' | sed 's/\.yaml$//' | paste -sd ' ')
   echo "tools/study.sh: no part '$part' (expected one of: $parts)" >&2
   exit 2
 fi
@@ -30,16 +33,41 @@ fi
 out=$(sed -n 's/^out_dir: *\([^ #]*\).*/\1/p' "$sweep")
 dest=docs/results/study/$part
 start=$(date +%s)
-"$relpos" ablate "$sweep"
-seconds=$(($(date +%s) - start))
-
+# A part runs at most RELPOS_STUDY_SECONDS (default 40 minutes): then the sweep is stopped
+# as on SIGTERM (the running trainings save a checkpoint), the finished runs are summed up
+# in PARTIAL.md, and the same command continues where it stopped.
+limit=${RELPOS_STUDY_SECONDS:-2400}
 mkdir -p "$dest"
+set +e
+timeout --signal=TERM --kill-after=300 "$limit" "$relpos" ablate "$sweep"
+status=$?
+set -e
+seconds=$(($(date +%s) - start))
+if [ "$status" -eq 124 ]; then
+  mapfile -t variants < <(sed -n 's/^  - name: *\([^ #]*\).*/\1/p' "$sweep")
+  /usr/bin/python3 "$(dirname "$0")/study_partial.py" "$out" "$dest/PARTIAL.md" "${variants[@]}"
+  echo "tools/study.sh: part $part stopped at its limit of $limit s; $dest/PARTIAL.md has the" \
+    "finished runs; run the same command again to continue" >&2
+  exit 3
+fi
+[ "$status" -eq 0 ] || exit "$status"
+rm -f -- "$dest/PARTIAL.md"
 shopt -s nullglob
 for file in "$out"/results.md "$out"/results.csv "$out"/differences.csv "$out"/*.png "$out"/*.svg; do
   [ -e "$file" ] || continue  # differences.csv: only with seeds
   cp -- "$file" "$dest/$(basename "$file").tmp"
   mv -- "$dest/$(basename "$file").tmp" "$dest/$(basename "$file")"
 done
+# The kNN layer's gates by step, where runs logged them (docs/knn-memory.md): knn_gates.png.
+gated=()
+for metrics in "$out"/*/metrics.jsonl "$out"/*/seed-*/metrics.jsonl; do
+  run=${metrics%/metrics.jsonl}
+  grep -q '"knn_gate"' "$metrics" && gated+=("${run#"$out"/}=$run")
+done
+if [ ${#gated[@]} -gt 0 ]; then
+  /usr/bin/python3 "$(dirname "$0")/plot.py" knn-gates "$dest/knn_gates.png" "${gated[@]}" ||
+    echo "tools/study.sh: the gates' figure was not drawn (see above)" >&2
+fi
 cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -n 1)
 {
   echo "# Study part $part"

@@ -1,5 +1,8 @@
 #include "train/knn_state.h"
 
+#include <fmt/format.h>
+
+#include <cmath>
 #include <vector>
 
 #include "autograd/error.h"
@@ -54,6 +57,19 @@ void restore_knn_memory(KnnMemory& memory, const Checkpoint& checkpoint, const R
   } catch (const UsageError& e) {
     fail("checkpoint {}: {}", source.string(), e.what());
   }
+}
+
+std::vector<double> knn_gates(const TransformerLM& model) {
+  const KnnMemoryConfig& knn = model.config().knn_memory;
+  if (!knn.enabled()) return {};
+  const std::string name = fmt::format("blocks.{}.attn.knn.gate", knn.layer);
+  for (const NamedParameter& p : model.parameters()) {
+    if (p.name != name) continue;
+    std::vector<double> gates = p.tensor.to(Device::cpu).to_vector();  // b (H)
+    for (double& g : gates) g = 1.0 / (1.0 + std::exp(-g));
+    return gates;
+  }
+  fail("the kNN layer's gate parameter '{}' is missing", name);
 }
 
 }  // namespace relpos

@@ -8,6 +8,7 @@
 #include "autograd/allocator.h"
 #include "train/device_placement.h"
 #include "train/distributed/distributed.h"
+#include "train/knn_state.h"
 #include "train/store/atomic_file.h"
 #include "train/store/checkpoint_folder.h"
 #include "train/store/input_output.h"
@@ -104,6 +105,9 @@ void RunOutput::step_done(const RunState& run, double lr, const StepResult& step
   nlohmann::json line = {
       {"step", run.step},    {"loss", step.loss},        {"lr", lr}, {"grad_norm", step.grad_norm},
       {"tokens_per_s", tps}, {"tokens", run.tokens_seen}};
+  // The kNN layer's gates, one per head: their trajectory (tools/plot.py knn-gates).
+  if (const std::vector<double> gates = knn_gates(*run.model); !gates.empty())
+    line["knn_gate"] = gates;
   if (summary_.world_size > 1) {
     line["world_size"] = summary_.world_size;
     line["all_reduce_s_per_step"] = window_all_reduce_seconds_ / static_cast<double>(window_steps_);

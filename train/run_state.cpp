@@ -284,6 +284,7 @@ RunState load_run_for_inference(const std::filesystem::path& path, const std::st
     config.train.device = "cpu";      // a checkpoint from a GPU run is usable on any machine
     config.train.precision = "fp32";  // and from a bf16 run on any CPU
     config.train.mem_len = 0;         // no training stream is read; eval --mem-len asks for memory
+    config.data.stream_offsets = "fixed";  // so no training stream offset either
     validate(config);
     require_fits_in_memory(config);
     Rng init(0);

@@ -7,34 +7,38 @@
 #include <map>
 #include <numbers>
 #include <set>
+#include <tuple>
 
 namespace relpos {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-const char* name_of(PairedMetric m) {
+std::string name_of(PairedMetric m, std::int64_t mem_len, std::int64_t knn_size) {
+  if (mem_len >= 0) return "bits_per_byte_" + memory_label(mem_len, knn_size);
   return m == PairedMetric::bits_per_byte ? "bits_per_byte" : "exact_match";
 }
 
-// A run's value of `metric` at `length`; NaN where it has none.
-double value_at(const VariantResult& r, PairedMetric metric, std::int64_t length) {
+// A run's value of `measure`; NaN where it has none.
+double value_at(const VariantResult& r, const PairedMeasure& measure) {
+  if (measure.with_memory())
+    return memory_loss(r, measure.mem_len, measure.knn_size) / std::numbers::ln2;
   for (const LengthLoss& p : r.extrapolation)
-    if (p.length == length)
-      return metric == PairedMetric::bits_per_byte ? p.loss / std::numbers::ln2 : p.exact_match;
+    if (p.length == measure.length)
+      return measure.metric == PairedMetric::bits_per_byte ? p.loss / std::numbers::ln2
+                                                           : p.exact_match;
   return kNaN;
 }
 
-std::map<std::uint64_t, double> by_seed(const VariantStats& v, PairedMetric metric,
-                                        std::int64_t length) {
+std::map<std::uint64_t, double> by_seed(const VariantStats& v, const PairedMeasure& measure) {
   std::map<std::uint64_t, double> values;
-  for (const VariantResult* r : v.runs) values[r->seed] = value_at(*r, metric, length);
+  for (const VariantResult* r : v.runs) values[r->seed] = value_at(*r, measure);
   return values;
 }
 
-Stat stat_at(const VariantStats& v, PairedMetric metric, std::int64_t length) {
+Stat stat_at(const VariantStats& v, const PairedMeasure& measure) {
   std::vector<double> values;
-  for (const VariantResult* r : v.runs) values.push_back(value_at(*r, metric, length));
+  for (const VariantResult* r : v.runs) values.push_back(value_at(*r, measure));
   return stat_of(values);
 }
 
@@ -43,10 +47,20 @@ bool same_group(const VariantStats& a, const VariantStats& b) {
          a.first->train_length == b.first->train_length;
 }
 
-std::vector<std::int64_t> lengths_of(const VariantStats& v) {
-  std::vector<std::int64_t> out;
-  for (const LengthStats& p : v.lengths) out.push_back(p.length);
+// What a variant was evaluated at, for `metric`: its lengths on windows, then (bits per
+// byte only) its memory points.
+std::vector<PairedMeasure> measures_of(const VariantStats& v, PairedMetric metric) {
+  std::vector<PairedMeasure> out;
+  for (const LengthStats& p : v.lengths) out.push_back({metric, p.length});
+  if (metric == PairedMetric::bits_per_byte)
+    for (const MemoryStats& p : v.memory)
+      out.push_back({metric, v.first->train_length, p.mem_len, p.knn_size});
   return out;
+}
+
+bool same_measure(const PairedMeasure& a, const PairedMeasure& b) {
+  return a.metric == b.metric && a.length == b.length && a.mem_len == b.mem_len &&
+         a.knn_size == b.knn_size;
 }
 
 std::string signed_cell(const Stat& d) {
@@ -62,39 +76,55 @@ std::string row(const std::vector<std::string>& cells) {
   return out + "\n";
 }
 
-// One table: every variant of the group against the best mean at each length.
-std::string group_table(const std::vector<const VariantStats*>& group, PairedMetric metric) {
-  std::set<std::int64_t> all;
-  for (const VariantStats* v : group)
-    for (const std::int64_t l : lengths_of(*v)) all.insert(l);
+std::string heading_of(const PairedMeasure& m) {
+  if (!m.with_memory()) return fmt::format("@{}", m.length);
+  return m.knn_size > 0 ? fmt::format("mem {}, kNN {}", m.mem_len, m.knn_size)
+                        : fmt::format("mem {}", m.mem_len);
+}
+
+// One table: every variant of the group against the best mean at each of `measures`.
+std::string group_table(const std::vector<const VariantStats*>& group,
+                        const std::vector<PairedMeasure>& measures) {
   std::vector<std::string> header = {"variant"};
-  for (const std::int64_t l : all) header.push_back(fmt::format("@{}", l));
+  for (const PairedMeasure& m : measures) header.push_back(heading_of(m));
   std::string out = row(header) + row(std::vector<std::string>(header.size(), "---"));
-  std::map<std::int64_t, const VariantStats*> best;  // the best mean at each length
-  for (const std::int64_t l : all)
+  std::vector<const VariantStats*> best(measures.size(), nullptr);  // the best mean of each
+  for (std::size_t k = 0; k < measures.size(); ++k)
     for (const VariantStats* v : group) {
-      const double mean = stat_at(*v, metric, l).mean;
+      const double mean = stat_at(*v, measures[k]).mean;
       if (!std::isfinite(mean)) continue;
-      const auto it = best.find(l);
-      const double current = it == best.end() ? kNaN : stat_at(*it->second, metric, l).mean;
-      const bool better = metric == PairedMetric::bits_per_byte ? mean < current : mean > current;
-      if (it == best.end() || better) best[l] = v;
+      const double current = best[k] ? stat_at(*best[k], measures[k]).mean : kNaN;
+      const bool better =
+          measures[k].metric == PairedMetric::bits_per_byte ? mean < current : mean > current;
+      if (!best[k] || better) best[k] = v;
     }
   for (const VariantStats* v : group) {
     std::vector<std::string> cells = {v->first->name};
-    for (const std::int64_t l : all) {
-      const auto b = best.find(l);
-      if (b == best.end()) {
+    for (std::size_t k = 0; k < measures.size(); ++k) {
+      if (!best[k]) {
         cells.push_back("n/a");
-      } else if (b->second == v) {
+      } else if (best[k] == v) {
         cells.push_back("best");
       } else {
-        cells.push_back(
-            signed_cell(paired_difference(by_seed(*v, metric, l), by_seed(*b->second, metric, l))));
+        cells.push_back(signed_cell(
+            paired_difference(by_seed(*v, measures[k]), by_seed(*best[k], measures[k]))));
       }
     }
     out += row(cells);
   }
+  return out;
+}
+
+// The measures of any variant of the group, windows first (by length), then memory points.
+std::vector<PairedMeasure> group_measures(const std::vector<const VariantStats*>& group,
+                                          PairedMetric metric, bool with_memory) {
+  std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t>> keys;
+  for (const VariantStats* v : group)
+    for (const PairedMeasure& m : measures_of(*v, metric))
+      if (m.with_memory() == with_memory) keys.emplace(m.mem_len, m.knn_size, m.length);
+  std::vector<PairedMeasure> out;
+  for (const auto& key : keys)
+    out.push_back({metric, std::get<2>(key), std::get<0>(key), std::get<1>(key)});
   return out;
 }
 
@@ -108,12 +138,15 @@ std::vector<PairedDifference> paired_differences(const std::vector<VariantStats>
         const VariantStats& a = variants[i];
         const VariantStats& b = variants[j];
         if (!same_group(a, b)) continue;
-        const std::vector<std::int64_t> la = lengths_of(a), lb = lengths_of(b);
-        for (const std::int64_t l : la) {
-          if (std::find(lb.begin(), lb.end(), l) == lb.end()) continue;
-          const Stat d = paired_difference(by_seed(a, metric, l), by_seed(b, metric, l));
+        const std::vector<PairedMeasure> mb = measures_of(b, metric);
+        for (const PairedMeasure& m : measures_of(a, metric)) {
+          if (std::none_of(mb.begin(), mb.end(),
+                           [&](const PairedMeasure& n) { return same_measure(m, n); }))
+            continue;
+          const Stat d = paired_difference(by_seed(a, m), by_seed(b, m));
           if (d.n == 0) continue;
-          out.push_back({metric, a.first->data_source, a.first->train_length, l, &a, &b, d});
+          out.push_back({metric, a.first->data_source, a.first->train_length, m.length, m.mem_len,
+                         m.knn_size, &a, &b, d});
         }
       }
   return out;
@@ -145,7 +178,12 @@ std::string differences_markdown(const std::vector<VariantStats>& variants) {
       out += fmt::format("\n### {} on {} (trained at {})\n\n",
                          metric == PairedMetric::bits_per_byte ? "Bits/byte" : "Exact match",
                          group.front()->first->data_source, group.front()->first->train_length);
-      out += group_table(group, metric);
+      out += group_table(group, group_measures(group, metric, false));
+      if (const auto memory = group_measures(group, metric, true); !memory.empty()) {
+        out += fmt::format("\n### Bits/byte with memory on {} (trained at {})\n\n",
+                           group.front()->first->data_source, group.front()->first->train_length);
+        out += group_table(group, memory);
+      }
     }
   }
   return out;
@@ -158,12 +196,12 @@ std::string differences_csv(const std::vector<VariantStats>& variants) {
     return std::isfinite(x) ? fmt::format("{:.6f}", x) : std::string("nan");
   };
   for (const PairedDifference& d : paired_differences(variants))
-    out +=
-        fmt::format("{},{},{},{},{},{},{},{},{},{},{},{}\n", name_of(d.metric), csv_field(d.data),
-                    d.train_length, d.length, csv_field(d.a->first->name),
-                    csv_field(d.b->first->name), d.difference.n, number(d.difference.mean),
-                    number(d.difference.ci95), number(d.difference.low()),
-                    number(d.difference.high()), d.difference.excludes_zero() ? "true" : "false");
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                       name_of(d.metric, d.mem_len, d.knn_size), csv_field(d.data), d.train_length,
+                       d.length, csv_field(d.a->first->name), csv_field(d.b->first->name),
+                       d.difference.n, number(d.difference.mean), number(d.difference.ci95),
+                       number(d.difference.low()), number(d.difference.high()),
+                       d.difference.excludes_zero() ? "true" : "false");
   return out;
 }
 

@@ -33,12 +33,19 @@ TurningPoint turning_point(const std::vector<std::pair<std::int64_t, double>>& l
   return t;
 }
 
+double memory_loss(const VariantResult& r, std::int64_t mem_len, std::int64_t knn_size) {
+  for (const MemoryLoss& p : r.memory)
+    if (p.mem_len == mem_len && p.knn_size == knn_size) return p.loss;
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
 std::vector<VariantStats> aggregate(const std::vector<VariantResult>& runs) {
   std::vector<VariantStats> out;
   for (const VariantResult& r : runs) {
     auto it = std::find_if(out.begin(), out.end(),
                            [&](const VariantStats& v) { return v.first->name == r.name; });
-    if (it == out.end()) it = out.insert(out.end(), VariantStats{&r, {}, {}, {}, {}, 0, 0, {}, {}});
+    if (it == out.end())
+      it = out.insert(out.end(), VariantStats{&r, {}, {}, {}, {}, 0, 0, {}, {}, {}, {}});
     it->runs.push_back(&r);
   }
   for (VariantStats& v : out) {
@@ -51,11 +58,23 @@ std::vector<VariantStats> aggregate(const std::vector<VariantResult>& runs) {
     v.tokens_per_second = over_runs([](const VariantResult& r) { return r.tokens_per_second; });
     v.wall_seconds = over_runs([](const VariantResult& r) { return r.wall_seconds; });
     std::set<std::int64_t> lengths;
+    std::set<std::pair<std::int64_t, std::int64_t>> memory;  // (mem_len, knn_size)
     for (const VariantResult* r : v.runs) {
       v.peak_rss_bytes = std::max(v.peak_rss_bytes, r->peak_rss_bytes);
       v.peak_tensor_bytes = std::max(v.peak_tensor_bytes, r->peak_tensor_bytes);
       for (const LengthLoss& p : r->extrapolation) lengths.insert(p.length);
+      for (const MemoryLoss& p : r->memory) memory.emplace(p.mem_len, p.knn_size);
     }
+    for (const CopyGain& point : v.first->copy)
+      v.copy.push_back({point, over_runs([&](const VariantResult& r) {
+                          for (const CopyGain& c : r.copy)
+                            if (copy_label(c) == copy_label(point)) return c.gain();
+                          return std::numeric_limits<double>::quiet_NaN();
+                        })});
+    for (const auto& point : memory)
+      v.memory.push_back({point.first, point.second, over_runs([&](const VariantResult& r) {
+                            return memory_loss(r, point.first, point.second);
+                          })});
     std::vector<std::pair<std::int64_t, double>> mean_curve;
     for (const std::int64_t length : lengths) {
       const auto at = [&](auto field) {
@@ -138,6 +157,21 @@ const LengthStats* at_length(const VariantStats& v, std::int64_t length) {
   return nullptr;
 }
 
+// Every memory point (mem_len, knn_size) of any variant, ordered.
+std::vector<std::pair<std::int64_t, std::int64_t>> all_memory_points(
+    const std::vector<VariantStats>& variants) {
+  std::set<std::pair<std::int64_t, std::int64_t>> points;
+  for (const VariantStats& v : variants)
+    for (const MemoryStats& p : v.memory) points.emplace(p.mem_len, p.knn_size);
+  return {points.begin(), points.end()};
+}
+
+const MemoryStats* at_memory(const VariantStats& v, std::pair<std::int64_t, std::int64_t> point) {
+  for (const MemoryStats& p : v.memory)
+    if (p.mem_len == point.first && p.knn_size == point.second) return &p;
+  return nullptr;
+}
+
 // The `none` variant ("none", or "none-<suffix>") trained on the same data at the same length.
 const VariantStats* baseline_of(const VariantStats& v, const std::vector<VariantStats>& all) {
   for (const VariantStats& b : all)
@@ -214,6 +248,59 @@ std::string relative_table(const std::vector<VariantStats>& variants,
   return out;
 }
 
+std::string memory_table(const std::vector<VariantStats>& variants,
+                         const std::vector<std::pair<std::int64_t, std::int64_t>>& points,
+                         bool seeded) {
+  std::vector<std::string> header = {"variant", "train L"};
+  for (const auto& p : points)
+    header.push_back(p.second > 0 ? fmt::format("mem {}, kNN {}", p.first, p.second)
+                                  : fmt::format("mem {}", p.first));
+  std::string out = table_head(header);
+  for (const VariantStats& v : variants) {
+    if (v.memory.empty()) continue;
+    std::vector<std::string> row = {v.first->name, std::to_string(v.first->train_length)};
+    for (const auto& p : points) {
+      const MemoryStats* m = at_memory(v, p);
+      row.push_back(m ? stat_cell(m->loss, 4, v, seeded) : "");
+    }
+    out += markdown_row(row);
+  }
+  return out;
+}
+
+// Every copy check column (copy_label) of any variant, in order of first appearance.
+std::vector<std::string> all_copy_labels(const std::vector<VariantStats>& variants) {
+  std::vector<std::string> labels;
+  for (const VariantStats& v : variants)
+    for (const CopyStats& c : v.copy)
+      if (std::find(labels.begin(), labels.end(), copy_label(c.point)) == labels.end())
+        labels.push_back(copy_label(c.point));
+  return labels;
+}
+
+const CopyStats* at_copy(const VariantStats& v, const std::string& label) {
+  for (const CopyStats& c : v.copy)
+    if (copy_label(c.point) == label) return &c;
+  return nullptr;
+}
+
+std::string copy_table(const std::vector<VariantStats>& variants,
+                       const std::vector<std::string>& labels, bool seeded) {
+  std::vector<std::string> header = {"variant"};
+  for (const std::string& l : labels) header.push_back(l.substr(std::string("copy_").size()));
+  std::string out = table_head(header);
+  for (const VariantStats& v : variants) {
+    if (v.copy.empty()) continue;
+    std::vector<std::string> row = {v.first->name};
+    for (const std::string& l : labels) {
+      const CopyStats* c = at_copy(v, l);
+      row.push_back(c ? stat_cell(c->gain, 4, v, seeded) : "");
+    }
+    out += markdown_row(row);
+  }
+  return out;
+}
+
 bool has_accuracy(const VariantStats& v) {
   return std::any_of(v.lengths.begin(), v.lengths.end(),
                      [](const LengthStats& p) { return p.accuracy.n + p.exact_match.n > 0; });
@@ -264,6 +351,26 @@ std::string results_markdown(const AblationSweep& sweep, const std::vector<Varia
         seeds);
   }
   out += main_table(variants, lengths, seeded);
+  if (const auto points = all_memory_points(variants); !points.empty()) {
+    out +=
+        "\n## With memory\n\nThe final model's loss on the validation text read as "
+        "data.batch_size contiguous streams, segment by segment at the training length, with "
+        "a segment memory of M hidden states per layer (`mem M`, eval_mem_lengths; mem 0: "
+        "each segment alone) and, for a model with a kNN layer, a kNN memory of S (key, value) "
+        "pairs (`kNN S`, eval_knn_sizes). Every point of one variant scores the same "
+        "tokens.\n\n";
+    out += memory_table(variants, points, seeded);
+  }
+  if (const auto labels = all_copy_labels(variants); !labels.empty()) {
+    out += fmt::format(
+        "\n## In-context copy check\n\nThe gain in nats per token from seeing a span of {} "
+        "validation tokens D tokens back: the loss on the span's repeat when its first "
+        "occurrence is replaced by other text, minus the loss with it (gain_D; `_mem_M`: read "
+        "as segments of the training length with that memory, else as one window of D + {} "
+        "tokens). 0: the model does not use it.\n\n",
+        variants.front().first->copy_span, variants.front().first->copy_span - 1);
+    out += copy_table(variants, labels, seeded);
+  }
   if (std::any_of(variants.begin(), variants.end(),
                   [&](const VariantStats& v) { return baseline_of(v, variants) != nullptr; })) {
     out +=
@@ -294,8 +401,17 @@ std::string results_markdown(const AblationSweep& sweep, const std::vector<Varia
   }
   std::vector<std::string> notes;
   for (const VariantStats& v : variants) {
-    for (const VariantResult* r : v.runs)
+    for (const VariantResult* r : v.runs) {
       notes.insert(notes.end(), r->notes.begin(), r->notes.end());
+      // Where a memory point or a copy check could not run (NaN in the tables).
+      for (const MemoryLoss& p : r->memory)
+        if (!p.note.empty())
+          notes.push_back(fmt::format("{} {}: {}", run_folder(sweep, *r),
+                                      memory_label(p.mem_len, p.knn_size), p.note));
+      for (const CopyGain& p : r->copy)
+        if (!p.note.empty())
+          notes.push_back(fmt::format("{} {}: {}", run_folder(sweep, *r), copy_label(p), p.note));
+    }
     for (const LengthStats& l : v.lengths) {
       // One line for a note that every seed gave alike, else one per run.
       std::vector<std::string> at_length;
@@ -342,6 +458,10 @@ std::string results_csv(const AblationSweep& sweep, const std::vector<VariantRes
   out += stat_columns("final_val_loss") + ",final_val_bpb";
   for (const char* metric : {"loss", "accuracy", "exact_match"})
     for (const std::int64_t l : lengths) out += stat_columns(fmt::format("{}_at_{}", metric, l));
+  const auto points = all_memory_points(variants);
+  for (const auto& p : points) out += stat_columns("loss_" + memory_label(p.first, p.second));
+  const std::vector<std::string> copy_labels = all_copy_labels(variants);
+  for (const std::string& l : copy_labels) out += stat_columns(l);
   out += ",turning_point,turning_point_last_evaluated";
   out += stat_columns("tokens_per_s") + ",peak_rss_mib,peak_tensor_mib" + stat_columns("wall_s");
   out += "\n";
@@ -362,6 +482,14 @@ std::string results_csv(const AblationSweep& sweep, const std::vector<VariantRes
         const LengthStats* p = at_length(v, l);
         out += p ? stat_fields(p->*field, 6) : std::string(",,,,");
       }
+    for (const auto& p : points) {
+      const MemoryStats* m = at_memory(v, p);
+      out += m ? stat_fields(m->loss, 6) : std::string(",,,,");
+    }
+    for (const std::string& l : copy_labels) {
+      const CopyStats* c = at_copy(v, l);
+      out += c ? stat_fields(c->gain, 6) : std::string(",,,,");
+    }
     out += v.turning.length > 0 ? fmt::format(",{},{}", v.turning.length,
                                               v.turning.last_evaluated ? "true" : "false")
                                 : std::string(",nan,false");

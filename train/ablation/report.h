@@ -31,14 +31,27 @@ struct LengthStats {
   std::int64_t length = 0;
   Stat loss, accuracy, exact_match;
 };
+struct MemoryStats {
+  std::int64_t mem_len = 0, knn_size = 0;
+  Stat loss;
+};
+struct CopyStats {
+  CopyGain point;  // distance and reading; its losses unused
+  Stat gain;       // loss_control − loss_repeat, nats per token
+};
 struct VariantStats {
   const VariantResult* first = nullptr;  // name, scheme, data, lengths, steps, parameters
   std::vector<const VariantResult*> runs;
   Stat final_val_loss, tokens_per_second, wall_seconds;
   std::size_t peak_rss_bytes = 0, peak_tensor_bytes = 0;  // the largest of the runs'
   std::vector<LengthStats> lengths;                       // ascending
+  std::vector<MemoryStats> memory;                        // by mem_len, then knn_size
+  std::vector<CopyStats> copy;                            // in the first run's order
   TurningPoint turning;                                   // of the mean loss curve
 };
+// The run's loss at memory point (mem_len, knn_size); NaN where it has none.
+double memory_loss(const VariantResult& r, std::int64_t mem_len, std::int64_t knn_size);
+
 // Groups runs by variant name, in order of first appearance.
 std::vector<VariantStats> aggregate(const std::vector<VariantResult>& runs);
 

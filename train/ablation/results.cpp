@@ -1,5 +1,8 @@
 #include "train/ablation/results.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -22,6 +25,16 @@ double number_or_nan(const nlohmann::json& j) { return j.is_null() ? kNaN : j.ge
 
 }  // namespace
 
+std::string memory_label(std::int64_t mem_len, std::int64_t knn_size) {
+  return knn_size > 0 ? fmt::format("mem_{}_knn_{}", mem_len, knn_size)
+                      : fmt::format("mem_{}", mem_len);
+}
+
+std::string copy_label(const CopyGain& p) {
+  const std::string gain = fmt::format("copy_gain_{}", p.distance);
+  return p.segments ? gain + "_" + memory_label(p.mem_len, p.knn_size) : gain;
+}
+
 double last_val_loss(const fs::path& dir) {
   std::map<std::int64_t, double> by_step;
   std::ifstream in(dir / "metrics.jsonl");
@@ -43,6 +56,22 @@ void write_result(const fs::path& file, const VariantResult& r) {
                      {"accuracy", number_or_null(p.accuracy)},
                      {"exact_match", number_or_null(p.exact_match)},
                      {"note", p.note}});
+  nlohmann::json memory = nlohmann::json::array();
+  for (const MemoryLoss& p : r.memory)
+    memory.push_back({{"mem_len", p.mem_len},
+                      {"knn_size", p.knn_size},
+                      {"loss", number_or_null(p.loss)},
+                      {"bits_per_byte", number_or_null(p.loss / std::numbers::ln2)},
+                      {"note", p.note}});
+  nlohmann::json copy = nlohmann::json::array();
+  for (const CopyGain& p : r.copy)
+    copy.push_back({{"distance", p.distance},
+                    {"segments", p.segments},
+                    {"mem_len", p.mem_len},
+                    {"knn_size", p.knn_size},
+                    {"loss_repeat", number_or_null(p.loss_repeat)},
+                    {"loss_control", number_or_null(p.loss_control)},
+                    {"note", p.note}});
   const nlohmann::json j = {{"name", r.name},
                             {"seed", r.seed},
                             {"scheme", r.scheme},
@@ -59,6 +88,10 @@ void write_result(const fs::path& file, const VariantResult& r) {
                             {"eval_batches", r.eval_batches},
                             {"eval_sequences", r.eval_sequences},
                             {"extrapolation", curve},
+                            {"memory", memory},
+                            {"copy_span", r.copy_span},
+                            {"copy_sequences", r.copy_sequences},
+                            {"copy", copy},
                             {"notes", r.notes}};
   write_file_atomic(file, j.dump(2) + "\n");
 }
@@ -87,6 +120,16 @@ std::optional<VariantResult> read_result(const fs::path& file) {
       r.extrapolation.push_back({p.at("length").get<std::int64_t>(), number_or_nan(p.at("loss")),
                                  p.at("note").get<std::string>(), number_or_nan(p.at("accuracy")),
                                  number_or_nan(p.at("exact_match"))});
+    for (const auto& p : j.value("memory", nlohmann::json::array()))
+      r.memory.push_back({p.at("mem_len").get<std::int64_t>(), p.at("knn_size").get<std::int64_t>(),
+                          number_or_nan(p.at("loss")), p.at("note").get<std::string>()});
+    r.copy_span = j.value("copy_span", std::int64_t{0});
+    r.copy_sequences = j.value("copy_sequences", std::int64_t{0});
+    for (const auto& p : j.value("copy", nlohmann::json::array()))
+      r.copy.push_back({p.at("distance").get<std::int64_t>(), p.at("segments").get<bool>(),
+                        p.at("mem_len").get<std::int64_t>(), p.at("knn_size").get<std::int64_t>(),
+                        number_or_nan(p.at("loss_repeat")), number_or_nan(p.at("loss_control")),
+                        p.at("note").get<std::string>()});
     r.notes = j.at("notes").get<std::vector<std::string>>();
     return r;
   } catch (const nlohmann::json::exception&) {
@@ -94,12 +137,26 @@ std::optional<VariantResult> read_result(const fs::path& file) {
   }
 }
 
-bool evaluated_with(const VariantResult& r, const std::vector<std::int64_t>& lengths,
-                    std::int64_t batches, std::int64_t sequences) {
-  std::vector<std::int64_t> done;
-  for (const LengthLoss& p : r.extrapolation) done.push_back(p.length);
-  return r.eval_batches == batches && (batches > 0 || r.eval_sequences == sequences) &&
-         done == lengths;
+bool evaluated_with(const VariantResult& r, const VariantResult& planned) {
+  const auto same_length = [](const LengthLoss& a, const LengthLoss& b) {
+    return a.length == b.length;
+  };
+  const auto same_point = [](const MemoryLoss& a, const MemoryLoss& b) {
+    return a.mem_len == b.mem_len && a.knn_size == b.knn_size;
+  };
+  const auto same_copy = [](const CopyGain& a, const CopyGain& b) {
+    return a.distance == b.distance && a.segments == b.segments && a.mem_len == b.mem_len &&
+           a.knn_size == b.knn_size;
+  };
+  return r.eval_batches == planned.eval_batches &&
+         (planned.eval_batches > 0 || r.eval_sequences == planned.eval_sequences) &&
+         std::equal(r.extrapolation.begin(), r.extrapolation.end(), planned.extrapolation.begin(),
+                    planned.extrapolation.end(), same_length) &&
+         std::equal(r.memory.begin(), r.memory.end(), planned.memory.begin(), planned.memory.end(),
+                    same_point) &&
+         r.copy_span == planned.copy_span && r.copy_sequences == planned.copy_sequences &&
+         std::equal(r.copy.begin(), r.copy.end(), planned.copy.begin(), planned.copy.end(),
+                    same_copy);
 }
 
 }  // namespace relpos

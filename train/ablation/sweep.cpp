@@ -9,12 +9,17 @@
 #include <limits>
 #include <optional>
 #include <ostream>
+#include <set>
 
 #include "autograd/error.h"
+#include "data/data_source.h"
+#include "data/tasks.h"
 #include "train/ablation/child_processes.h"
 #include "train/ablation/report.h"
 #include "train/config/memory_estimate.h"
+#include "train/copy_check.h"
 #include "train/evaluate.h"
+#include "train/evaluate_stream.h"
 #include "train/run_summary.h"
 #include "train/store/checkpoint.h"
 #include "train/store/checkpoint_folder.h"
@@ -92,15 +97,9 @@ VariantResult train_variant(const std::string& name, const RunConfig& config, st
 
 // The final model's loss at each length; UsageError at a length (e.g. learned
 // positions beyond max_len) gives NaN and the error as the note.
-std::vector<LengthLoss> extrapolation_curve(const VariantResult& r, const fs::path& dir,
+std::vector<LengthLoss> extrapolation_curve(const VariantResult& r, RunState& run,
                                             const std::vector<std::int64_t>& lengths,
                                             std::ostream& log) {
-  const fs::path checkpoint = resolve_checkpoint(dir);
-  RunState run = load_run_for_inference(checkpoint);
-  require(run.step == r.steps,
-          "variant '{}': the latest checkpoint {} is at step {} but summary.json says the run "
-          "finished at step {}",
-          r.name, checkpoint.string(), run.step, r.steps);
   std::vector<LengthLoss> curve;
   for (const std::int64_t length : lengths) {
     try {
@@ -117,6 +116,35 @@ std::vector<LengthLoss> extrapolation_curve(const VariantResult& r, const fs::pa
   return curve;
 }
 
+// The final model's loss on the validation streams at its training length at each memory
+// point (eval_batches segments per stream, or all), one data.batch_size rows of streams as
+// `relpos eval --mem-len --knn-size` reads them; a UsageError gives NaN and the note.
+std::vector<MemoryLoss> memory_curve(const VariantResult& r, RunState& run,
+                                     std::vector<MemoryLoss> points, std::ostream& log) {
+  const auto* corpus = dynamic_cast<const CorpusSource*>(run.data.get());
+  const std::int64_t segments =
+      r.eval_batches > 0 ? r.eval_batches : std::numeric_limits<std::int64_t>::max();
+  const bool has_knn = run.config.model.knn_memory.enabled();
+  for (MemoryLoss& p : points) {
+    log << fmt::format("{}: loss with memory {} at {}\n", r.name,
+                       memory_label(p.mem_len, p.knn_size), r.train_length)
+        << std::flush;
+    try {
+      require(corpus != nullptr, "memory evaluation needs a text corpus, not '{}'",
+              run.config.data.source);
+      const std::vector<std::int64_t> knn_sizes =
+          has_knn ? std::vector<std::int64_t>{p.knn_size} : std::vector<std::int64_t>{};
+      p.loss = evaluate_streams(*run.model, corpus->corpus().validation, {r.train_length},
+                                {p.mem_len}, run.config.data.batch_size, segments, knn_sizes,
+                                run.data->tokenizer())[0]
+                   .loss;
+    } catch (const UsageError& e) {
+      p.note = e.what();
+    }
+  }
+  return points;
+}
+
 // Batches per length; 0: the whole validation split (eval_batches: all).
 std::int64_t eval_batches_for(const AblationSweep& sweep, const RunConfig& config) {
   if (sweep.eval_whole) return 0;
@@ -125,6 +153,83 @@ std::int64_t eval_batches_for(const AblationSweep& sweep, const RunConfig& confi
 
 std::int64_t eval_sequences_for(const AblationSweep& sweep) {
   return sweep.eval_whole ? sweep.eval_sequences : 0;
+}
+
+// What the sweep evaluates a run at, as a VariantResult without values: the lengths, the
+// amount, the memory points and the copy check's readings and distances. The memory
+// points vary one memory at a time: every eval_mem_lengths entry with the kNN memory as
+// trained (model.knn_memory.size; 0 without a kNN layer), and, for a model with a kNN
+// layer, every eval_knn_sizes entry without segment memory; ordered, duplicates dropped.
+// The copy check reads one window without eval_mem_lengths, else segments at each point.
+VariantResult planned_evaluation(const AblationSweep& sweep, const RunConfig& config) {
+  VariantResult plan;
+  plan.eval_batches = eval_batches_for(sweep, config);
+  plan.eval_sequences = eval_sequences_for(sweep);
+  for (const std::int64_t length : lengths_for(sweep, config))
+    plan.extrapolation.push_back({length, kNaN, ""});
+  const bool has_knn = config.model.knn_memory.enabled();
+  std::set<std::pair<std::int64_t, std::int64_t>> points;  // (mem_len, knn_size)
+  for (const std::int64_t mem_len : sweep.eval_mem_lengths)
+    points.emplace(mem_len, has_knn ? config.model.knn_memory.size : 0);
+  if (has_knn)
+    for (const std::int64_t knn_size : sweep.eval_knn_sizes) points.emplace(0, knn_size);
+  for (const auto& point : points) plan.memory.push_back({point.first, point.second, kNaN, ""});
+  if (sweep.copy_span > 0) {
+    plan.copy_span = sweep.copy_span;
+    plan.copy_sequences = sweep.copy_sequences;
+    const bool segments = !plan.memory.empty();
+    const std::vector<MemoryLoss> readings =
+        segments ? plan.memory : std::vector<MemoryLoss>{{0, 0, kNaN, ""}};
+    for (const MemoryLoss& m : readings)
+      for (const std::int64_t distance : sweep.copy_distances)
+        plan.copy.push_back({distance, segments, m.mem_len, m.knn_size, kNaN, kNaN, ""});
+  }
+  return plan;
+}
+
+// The copy check of the run's final model at each planned point (train/copy_check.h, the
+// sequences of kCopyCheckSeed); a UsageError gives NaN and the note.
+std::vector<CopyGain> copy_curve(const VariantResult& r, RunState& run,
+                                 std::vector<CopyGain> points, std::ostream& log) {
+  const auto* corpus = dynamic_cast<const CorpusSource*>(run.data.get());
+  for (CopyGain& p : points) {
+    log << fmt::format("{}: {} ({} sequences, span {})\n", r.name, copy_label(p), r.copy_sequences,
+                       r.copy_span)
+        << std::flush;
+    try {
+      require(corpus != nullptr, "the copy check needs a text corpus, not '{}'",
+              run.config.data.source);
+      const CopyReading reading{p.segments ? r.train_length : 0, p.mem_len, p.knn_size};
+      const CopyCheckPoint c =
+          copy_check(*run.model, corpus->corpus().validation, r.copy_span, {p.distance},
+                     r.copy_sequences, run.config.data.batch_size, kCopyCheckSeed, reading)[0];
+      p.loss_repeat = c.loss_repeat;
+      p.loss_control = c.loss_control;
+    } catch (const UsageError& e) {
+      p.note = e.what();
+    }
+  }
+  return points;
+}
+
+// Evaluates the run's final model (the latest checkpoint) into `r` as `plan` says.
+void evaluate_final_model(VariantResult& r, const fs::path& dir, const VariantResult& plan,
+                          std::ostream& log) {
+  const fs::path checkpoint = resolve_checkpoint(dir);
+  RunState run = load_run_for_inference(checkpoint);
+  require(run.step == r.steps,
+          "variant '{}': the latest checkpoint {} is at step {} but summary.json says the run "
+          "finished at step {}",
+          r.name, checkpoint.string(), run.step, r.steps);
+  r.eval_batches = plan.eval_batches;
+  r.eval_sequences = plan.eval_sequences;
+  std::vector<std::int64_t> lengths;
+  for (const LengthLoss& p : plan.extrapolation) lengths.push_back(p.length);
+  r.extrapolation = extrapolation_curve(r, run, lengths, log);
+  r.memory = memory_curve(r, run, plan.memory, log);
+  r.copy_span = plan.copy_span;
+  r.copy_sequences = plan.copy_sequences;
+  r.copy = copy_curve(r, run, plan.copy, log);
 }
 
 bool finished_training(const RunConfig& config) {
@@ -137,8 +242,7 @@ bool finished_training(const RunConfig& config) {
 std::optional<VariantResult> finished_result(const AblationSweep& sweep, const RunConfig& config) {
   if (!finished_training(config)) return std::nullopt;
   auto previous = read_result(fs::path(config.train.out_dir) / "ablation.json");
-  if (!previous || !evaluated_with(*previous, lengths_for(sweep, config),
-                                   eval_batches_for(sweep, config), eval_sequences_for(sweep)))
+  if (!previous || !evaluated_with(*previous, planned_evaluation(sweep, config)))
     return std::nullopt;
   return previous;
 }
@@ -147,24 +251,39 @@ std::optional<VariantResult> finished_result(const AblationSweep& sweep, const R
 VariantResult run_variant(const AblationSweep& sweep, const std::string& variant,
                           const std::string& label, const RunConfig& config, std::ostream& log) {
   const fs::path dir = config.train.out_dir;
-  const std::vector<std::int64_t> lengths = lengths_for(sweep, config);
+  const VariantResult plan = planned_evaluation(sweep, config);
   const std::optional<VariantResult> previous = read_result(dir / "ablation.json");
   VariantResult result;
   if (finished_training(config)) {
     log << fmt::format("skip {}: finished\n", label);
-    if (previous && evaluated_with(*previous, lengths, eval_batches_for(sweep, config),
-                                   eval_sequences_for(sweep)))
-      return *previous;
+    if (previous && evaluated_with(*previous, plan)) return *previous;
     result = previous ? *previous : training_result(label, config, *read_summary(dir), 0);
   } else {
     result = train_variant(label, config, log);
   }
   result.name = variant;
-  result.eval_batches = eval_batches_for(sweep, config);
-  result.eval_sequences = eval_sequences_for(sweep);
-  result.extrapolation = extrapolation_curve(result, dir, lengths, log);
+  evaluate_final_model(result, dir, plan, log);
   write_result(dir / "ablation.json", result);
   return result;
+}
+
+// Memory evaluation reads the validation text as streams with a segment memory, which a
+// variant can only do where training with train.mem_len could (a relative scheme, a causal
+// model, a text corpus: validate_recurrence, the one place that says so). The copy check
+// reads sequences of the validation text.
+void require_memory_applies(const AblationSweep& sweep, const RunConfig& config,
+                            const AblationVariant& v) {
+  require(sweep.copy_span == 0 || !task_from_name(config.data.source),
+          "{}: variant '{}': eval_copy needs a text corpus as data.source, not the task '{}'",
+          v.where, v.name, config.data.source);
+  if (sweep.eval_mem_lengths.empty()) return;
+  RunConfig with_memory = config;
+  with_memory.train.mem_len = std::max<std::int64_t>(1, sweep.eval_mem_lengths.back());
+  try {
+    validate_recurrence(with_memory);
+  } catch (const UsageError& e) {
+    fail("{}: variant '{}': eval_mem_lengths cannot apply to it: {}", v.where, v.name, e.what());
+  }
 }
 
 }  // namespace
@@ -184,7 +303,13 @@ void check_variants(const AblationSweep& sweep, const std::vector<RunConfig>& co
     } catch (const UsageError& e) {
       fail("{}: variant '{}': {}", v.where, v.name, e.what());
     }
+    require_memory_applies(sweep, configs[i], v);
   }
+  require(sweep.eval_knn_sizes.empty() ||
+              std::any_of(configs.begin(), configs.end(),
+                          [](const RunConfig& c) { return c.model.knn_memory.enabled(); }),
+          "{}: eval_knn_sizes: no variant has a kNN layer (model.knn_memory.layer)",
+          sweep.file.string());
 }
 
 namespace {

@@ -83,6 +83,20 @@ std::int64_t integer_at_least(const YAML::Node& node, std::int64_t minimum, cons
   return value;
 }
 
+// An optional list of integers >= minimum, sorted, duplicates dropped.
+std::vector<std::int64_t> sorted_integers(const YAML::Node& node, std::int64_t minimum,
+                                          const std::string& key, const std::string& example,
+                                          const SweepText& sweep) {
+  if (!node.IsDefined() || node.IsNull()) return {};
+  require(node.IsSequence(), "{}: {}: expected a list of integers, e.g. {}, got {}", sweep.at(node),
+          key, example, describe_node(node));
+  std::vector<std::int64_t> out;
+  for (const YAML::Node& item : node) out.push_back(integer_at_least(item, minimum, key, sweep));
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 // Config files are named relative to the sweep file's folder.
 std::vector<std::string> config_files(const YAML::Node& node, const std::string& key,
                                       const SweepText& sweep) {
@@ -96,6 +110,23 @@ std::vector<std::string> config_files(const YAML::Node& node, const std::string&
     out.push_back(path.string());
   }
   return out;
+}
+
+// eval_copy: {span: N, distances: [D, ...], sequences: S}
+void read_copy_check(const YAML::Node& node, AblationSweep& s, const SweepText& sweep) {
+  require(node.IsMap(),
+          "{}: eval_copy: expected a mapping, e.g. {{span: 32, distances: [64, 256]}}, got {}",
+          sweep.at(node), describe_node(node));
+  require_known_keys(node, {"span", "distances", "sequences"}, " in eval_copy", sweep);
+  s.copy_span = integer_at_least(required_key(node, "span", " in eval_copy", sweep), 2,
+                                 "eval_copy.span", sweep);
+  const YAML::Node distances = required_key(node, "distances", " in eval_copy", sweep);
+  s.copy_distances =
+      sorted_integers(distances, s.copy_span, "eval_copy.distances", "[64, 256]", sweep);
+  require(!s.copy_distances.empty(), "{}: eval_copy.distances: expected at least one distance",
+          sweep.at(distances));
+  if (const YAML::Node n = node["sequences"]; n.IsDefined() && !n.IsNull())
+    s.copy_sequences = integer_at_least(n, 1, "eval_copy.sequences", sweep);
 }
 
 bool valid_variant_name(const std::string& name) {
@@ -192,10 +223,11 @@ AblationSweep load_sweep(const fs::path& file) {
   const YAML::Node root = parse_sweep(file);
   require(root.IsMap(), "{}: expected a mapping with out_dir and variants, got {}", sweep.at(root),
           describe_node(root));
-  require_known_keys(root,
-                     {"base", "overrides", "out_dir", "eval_lengths", "eval_batches",
-                      "eval_sequences", "seeds", "jobs", "variants"},
-                     "", sweep);
+  require_known_keys(
+      root,
+      {"base", "overrides", "out_dir", "eval_lengths", "eval_batches", "eval_sequences",
+       "eval_mem_lengths", "eval_knn_sizes", "eval_copy", "seeds", "jobs", "variants"},
+      "", sweep);
   AblationSweep s;
   s.file = file;
   s.base = config_files(root["base"], "base", sweep);
@@ -204,17 +236,14 @@ AblationSweep load_sweep(const fs::path& file) {
   require(out_dir.IsScalar() && !out_dir.Scalar().empty(), "{}: out_dir: expected a path, got {}",
           sweep.at(out_dir), describe_node(out_dir));
   s.out_dir = out_dir.Scalar();
-  if (const YAML::Node lengths = root["eval_lengths"]; lengths.IsDefined() && !lengths.IsNull()) {
-    require(lengths.IsSequence(),
-            "{}: eval_lengths: expected a list of lengths, e.g. [256, 512], "
-            "got {}",
-            sweep.at(lengths), describe_node(lengths));
-    for (const YAML::Node& l : lengths)
-      s.eval_lengths.push_back(integer_at_least(l, 2, "eval_lengths", sweep));
-    std::sort(s.eval_lengths.begin(), s.eval_lengths.end());
-    s.eval_lengths.erase(std::unique(s.eval_lengths.begin(), s.eval_lengths.end()),
-                         s.eval_lengths.end());
-  }
+  s.eval_lengths = sorted_integers(root["eval_lengths"], 2, "eval_lengths", "[256, 512]", sweep);
+  s.eval_mem_lengths =
+      sorted_integers(root["eval_mem_lengths"], 0, "eval_mem_lengths", "[0, 64, 128]", sweep);
+  s.eval_knn_sizes =
+      sorted_integers(root["eval_knn_sizes"], 0, "eval_knn_sizes", "[256, 1024, 4096]", sweep);
+  if (!s.eval_knn_sizes.empty() && s.eval_mem_lengths.empty()) s.eval_mem_lengths = {0};
+  if (const YAML::Node copy = root["eval_copy"]; copy.IsDefined() && !copy.IsNull())
+    read_copy_check(copy, s, sweep);
   if (const YAML::Node batches = root["eval_batches"]; batches.IsDefined() && !batches.IsNull()) {
     std::int64_t value = 0;
     if (batches.IsScalar() && batches.Scalar() == "all")

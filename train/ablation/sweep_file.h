@@ -28,6 +28,19 @@ struct AblationSweep {
   // eval_sequences sequences of a task (EvalAmount in train/evaluate.h).
   bool eval_whole = false;
   std::int64_t eval_sequences = 256;
+  // Memory evaluation: each run is also scored on the validation text read as streams at
+  // its training length, with each segment memory length of eval_mem_lengths (a kNN layer
+  // keeping its trained size) and, where the model has a kNN layer, each kNN memory size of
+  // eval_knn_sizes without segment memory (VariantResult::memory). Both sorted and unique;
+  // eval_knn_sizes alone implies eval_mem_lengths [0].
+  std::vector<std::int64_t> eval_mem_lengths;
+  std::vector<std::int64_t> eval_knn_sizes;
+  // eval_copy: {span, distances, sequences}: the in-context copy check (train/copy_check.h)
+  // of every run at each distance, in one window, or with eval_mem_lengths as segments of
+  // the training length at each memory point. copy_span 0: none.
+  std::int64_t copy_span = 0;
+  std::vector<std::int64_t> copy_distances;  // sorted, unique, each >= copy_span
+  std::int64_t copy_sequences = 256;
   std::vector<AblationVariant> variants;
   std::vector<std::uint64_t> seeds;  // empty: one run per variant, with its own train.seed
   std::int64_t jobs = 1;             // runs trained at once, each in a child process

@@ -1,6 +1,6 @@
 // `relpos eval CHECKPOINT [--data SOURCE] [--lengths 128,256,...] [--mem-len 0,256,...]
 //  [--knn-size 0,512,...] [--batches N] [--sequences N] [--stride S] [--by-position CSV]
-//  [--set key.path=value ...] [--json FILE]`
+//  [--copy-span N --copy-distances 64,256,...] [--set key.path=value ...] [--json FILE]`
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -13,6 +13,7 @@
 #include "layers/position/registry.h"
 #include "train/commands/commands.h"
 #include "train/config/memory_estimate.h"
+#include "train/copy_check.h"
 #include "train/distributed/distributed.h"
 #include "train/evaluate.h"
 #include "train/evaluate_stream.h"
@@ -40,14 +41,14 @@ struct EvalOptions {
   std::int64_t sequences = 256;         // a task's sequences per length when batches is 0
   std::int64_t stride = 0;              // sliding windows (0: non-overlapping)
   std::string by_position;              // CSV of the loss by position in the window
-  std::vector<std::string> overrides;   // --set: changes to the saved config
+  std::int64_t copy_span = 0;           // the in-context copy check's span (0: none)
+  std::vector<std::int64_t> copy_distances;
+  std::vector<std::string> overrides;  // --set: changes to the saved config
   std::string json;
 };
 
-// --mem-len: the validation streams read segment by segment with memory; the table has
-// one row per (length, memory).
-nlohmann::json run_with_memory(const EvalOptions& o, RunState& state,
-                               const std::vector<std::int64_t>& lengths, std::int64_t batches) {
+// --mem-len and --knn-size: what a model must allow to be read with memory.
+void check_memory_options(const EvalOptions& o, const RunState& state) {
   const RunConfig& c = state.config;
   for (std::int64_t m : o.mem_lens)
     require(m >= 0 && m <= (std::int64_t{1} << 20), "--mem-len: each must be in [0, 2^20], got {}",
@@ -69,9 +70,17 @@ nlohmann::json run_with_memory(const EvalOptions& o, RunState& state,
   require(!segment_memory || !c.model.attention_temperature.reads_positions(),
           "--mem-len: model.attention_temperature.kind=log_length reads absolute query positions, "
           "which segment memory does not keep");
+  require(dynamic_cast<const CorpusSource*>(state.data.get()) != nullptr,
+          "--mem-len: needs a text corpus as data source, not '{}'", c.data.source);
+}
+
+// --mem-len: the validation streams read segment by segment with memory; the table has
+// one row per (length, memory).
+nlohmann::json run_with_memory(const EvalOptions& o, RunState& state,
+                               const std::vector<std::int64_t>& lengths, std::int64_t batches) {
+  const RunConfig& c = state.config;
+  check_memory_options(o, state);
   const auto* corpus = dynamic_cast<const CorpusSource*>(state.data.get());
-  require(corpus != nullptr, "--mem-len: needs a text corpus as data source, not '{}'",
-          c.data.source);
   // --batches 0: every whole segment of each stream.
   const std::int64_t segments = batches > 0 ? batches : std::numeric_limits<std::int64_t>::max();
   const auto points =
@@ -95,6 +104,60 @@ nlohmann::json run_with_memory(const EvalOptions& o, RunState& state,
                        {"bits_per_byte", p.bits_per_byte},
                        {"tokens", p.tokens}});
   }
+  return results;
+}
+
+// --copy-span: the in-context copy check (train/copy_check.h) at each distance, in one
+// window, or with --mem-len/--knn-size as segments of the training length with each memory.
+nlohmann::json run_copy_check(const EvalOptions& o, RunState& state) {
+  const RunConfig& c = state.config;
+  require(o.copy_span >= 2 && !o.copy_distances.empty(),
+          "--copy-span {}: expected a span >= 2 and --copy-distances D,... (each >= the span)",
+          o.copy_span);
+  for (std::int64_t d : o.copy_distances)
+    require(d >= o.copy_span && d <= (std::int64_t{1} << 20),
+            "--copy-distances: each must be in [--copy-span, 2^20], got {}", d);
+  const auto* corpus = dynamic_cast<const CorpusSource*>(state.data.get());
+  require(corpus != nullptr, "--copy-span: needs a text corpus as data source, not '{}'",
+          c.data.source);
+  require(c.model.causal, "--copy-span: the model is bidirectional (model.causal: false)");
+  check_memory_options(o, state);
+  const bool segments = !o.mem_lens.empty() || !o.knn_sizes.empty();
+  const std::vector<std::int64_t> mem_lens =
+      o.mem_lens.empty() ? std::vector<std::int64_t>{0} : o.mem_lens;
+  const std::vector<std::int64_t> knn_sizes =
+      o.knn_sizes.empty()
+          ? std::vector<std::int64_t>{c.model.knn_memory.enabled() ? c.model.knn_memory.size : 0}
+          : o.knn_sizes;
+  std::cout << fmt::format(
+      "in-context copy check: {} sequences of a {}-token span, the text after it and the span "
+      "again; {}\n",
+      o.sequences, o.copy_span,
+      segments ? fmt::format("read as segments of {}", c.data.seq_len) : "each one window");
+  std::cout << fmt::format("{:>9} {:>8} {:>8} {:>12} {:>12} {:>10} {:>10}\n", "distance", "memory",
+                           "knn", "repeat loss", "control loss", "gain", "tokens");
+  nlohmann::json results = nlohmann::json::array();
+  for (const std::int64_t mem_len : mem_lens)
+    for (const std::int64_t knn_size : knn_sizes) {
+      const CopyReading reading{segments ? c.data.seq_len : 0, mem_len, knn_size};
+      for (const CopyCheckPoint& p :
+           copy_check(*state.model, corpus->corpus().validation, o.copy_span, o.copy_distances,
+                      o.sequences, c.data.batch_size, kCopyCheckSeed, reading)) {
+        std::cout << fmt::format("{:>9} {:>8} {:>8} {:>12.4f} {:>12.4f} {:>+10.4f} {:>10}\n",
+                                 p.distance, p.mem_len, p.knn_size, p.loss_repeat, p.loss_control,
+                                 p.gain(), p.tokens);
+        results.push_back({{"distance", p.distance},
+                           {"span", p.span},
+                           {"segment", reading.segment},
+                           {"mem_len", p.mem_len},
+                           {"knn_size", p.knn_size},
+                           {"loss_repeat", p.loss_repeat},
+                           {"loss_control", p.loss_control},
+                           {"gain", p.gain()},
+                           {"sequences", p.sequences},
+                           {"tokens", p.tokens}});
+      }
+    }
   return results;
 }
 
@@ -172,6 +235,10 @@ void run(const EvalOptions& o) {
   if (lengths.empty()) lengths = {state.config.data.seq_len};
   for (std::int64_t l : lengths) require(l >= 2, "--lengths: each length must be >= 2, got {}", l);
   const bool streams = !o.mem_lens.empty() || !o.knn_sizes.empty();
+  const bool copy = o.copy_span > 0 || !o.copy_distances.empty();
+  require(!copy || (o.stride == 0 && o.by_position.empty() && o.lengths.empty() && o.batches == 0),
+          "--copy-span: the copy check sets its own lengths and amount (--copy-distances, "
+          "--sequences); --lengths, --batches, --stride and --by-position do not apply");
   require(o.sequences >= 1, "--sequences: expected an integer >= 1, got {}", o.sequences);
   require(o.stride == 0 || !streams,
           "--stride: sliding windows and --mem-len/--knn-size streams are two protocols; give one");
@@ -189,7 +256,12 @@ void run(const EvalOptions& o) {
   RunConfig asked = state.config;  // the lengths and batches asked for, bounded like the config's
   asked.eval.lengths = lengths;
   asked.train.eval_batches = 1;
-  if (!streams)
+  if (copy && !streams) {  // one window of D + N − 1 tokens per copy sequence
+    asked.eval.lengths.clear();
+    for (std::int64_t d : o.copy_distances)
+      asked.eval.lengths.push_back(std::max<std::int64_t>(2, d + o.copy_span - 1));
+  }
+  if (!streams && !copy)
     for (std::int64_t l : lengths)
       asked.train.eval_batches = std::max(
           asked.train.eval_batches,
@@ -210,7 +282,9 @@ void run(const EvalOptions& o) {
     out["changes"][change.key] = {change.before, change.after};
     std::cout << fmt::format("--set {}: {} -> {}\n", change.key, change.before, change.after);
   }
-  if (streams) {
+  if (copy) {
+    out["results"] = run_copy_check(o, state);
+  } else if (streams) {
     EvalOptions with_memory = o;
     if (with_memory.mem_lens.empty()) with_memory.mem_lens = {0};
     out["results"] = run_with_memory(with_memory, state, lengths, o.batches);
@@ -252,6 +326,14 @@ void add_eval_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--by-position", options->by_position,
                   "write the loss by position in the window to this CSV (and a figure beside it)");
+  cmd->add_option("--copy-span", options->copy_span,
+                  "the in-context copy check: a span of N validation tokens, the text after it "
+                  "and the span again; reports the loss on the repeat against a control whose "
+                  "first span is other text (with --copy-distances; --sequences of them)");
+  cmd->add_option("--copy-distances", options->copy_distances,
+                  "copy check distances D from each span token to its repeat, e.g. 64,256,1024; "
+                  "with --mem-len/--knn-size read as segments of the training length")
+      ->delimiter(',');
   cmd->add_option("--set", options->overrides,
                   "key.path=value: change a setting of the saved config that is not "
                   "architecture, e.g. model.position.rope_scaling.kind=yarn or "

@@ -18,6 +18,7 @@
 
 #include "autograd/error.h"
 #include "train/store/atomic_file.h"
+#include "train/store/checkpoint_names.h"
 #include "train/store/file_digest.h"
 #include "train/store/hdf5_errors.h"
 #include "train/store/hdf5_metadata_check.h"
@@ -45,43 +46,6 @@ constexpr int kMaxGroupDepth = 64;
 
 bool is_reserved_state_attribute(const std::string& name) {
   return name == kStepAttribute || name == kTokensSeenAttribute || name == kFormatVersionAttribute;
-}
-
-// ---- names <-> HDF5 paths ----
-
-std::string join(const std::vector<std::string>& parts, char separator) {
-  std::string out;
-  for (const std::string& part : parts) {
-    if (!out.empty()) out += separator;
-    out += part;
-  }
-  return out;
-}
-
-// "blocks.0.attn.q.weight" -> {"blocks", "0", "attn", "q", "weight"}
-std::vector<std::string> param_path(const std::string& name) {
-  std::vector<std::string> parts;
-  std::size_t begin = 0;
-  for (;;) {
-    const std::size_t dot = name.find('.', begin);
-    parts.push_back(name.substr(begin, dot - begin));
-    require(!parts.back().empty() && parts.back().find('/') == std::string::npos,
-            "parameter name '{}' must be non-empty parts separated by '.', without '/'", name);
-    if (dot == std::string::npos) return parts;
-    begin = dot + 1;
-  }
-}
-
-// "blocks.0.attn.q.weight/exp_avg" -> {"blocks", "0", "attn", "q", "weight", "exp_avg"};
-// a key without '/' (optimizer-wide state such as "step") -> {"step"}.
-std::vector<std::string> optim_path(const std::string& key) {
-  const std::size_t slash = key.rfind('/');
-  if (slash == std::string::npos) return param_path(key);
-  require(slash + 1 < key.size(),
-          "optimizer state key '{}' must look like '<param name>/<state>' or '<state>'", key);
-  std::vector<std::string> parts = param_path(key.substr(0, slash));
-  parts.push_back(key.substr(slash + 1));
-  return parts;
 }
 
 // ---- element types ----
@@ -153,9 +117,31 @@ H5::DataSpace dataspace_for(const Shape& shape) {
   return H5::DataSpace(static_cast<int>(dims.size()), dims.data());
 }
 
+// Raises HDF5's compact-storage limits of the group (or file, for its root group)
+// creation property list `creation` to their maximum, 65,535 links and attributes:
+// HDF5 moves more than 8 into dense storage by default, which relpos's reader refuses
+// (hdf5_metadata_check.h). False if HDF5 refuses.
+bool keep_compact(hid_t creation) {
+  constexpr unsigned kMostCompact = 65535;
+  return H5Pset_link_phase_change(creation, kMostCompact, 0) >= 0 &&
+         H5Pset_attr_phase_change(creation, kMostCompact, 0) >= 0;
+}
+
+H5::Group create_group(const H5::Group& parent, const std::string& name) {
+  const hid_t creation = H5Pcreate(H5P_GROUP_CREATE);
+  hid_t id = H5I_INVALID_HID;
+  if (creation >= 0 && keep_compact(creation))
+    id = H5Gcreate2(parent.getId(), name.c_str(), H5P_DEFAULT, creation, H5P_DEFAULT);
+  if (creation >= 0) H5Pclose(creation);
+  if (id < 0) throw H5::GroupIException("H5Gcreate2", "cannot create group " + name);
+  const H5::Group group(id);  // holds its own reference
+  H5Gclose(id);
+  return group;
+}
+
 H5::Group open_or_create_group(const H5::Group& parent, const std::string& part,
                                const std::string& entry) {
-  if (!parent.nameExists(part)) return parent.createGroup(part);
+  if (!parent.nameExists(part)) return create_group(parent, part);
   require(parent.childObjType(part) == H5O_TYPE_GROUP,
           "'{}' needs {}/{} to be a group, but another entry stores a tensor there", entry,
           parent.getObjName(), part);
@@ -196,24 +182,24 @@ void write_u64_array_attribute(const H5::Group& group, const std::string& name,
 }
 
 void write_contents(const H5::H5File& h5, const Checkpoint& checkpoint) {
-  const H5::Group params = h5.createGroup("params");
+  const H5::Group params = create_group(h5, "params");
   for (const auto& [name, tensor] : checkpoint.params)
     write_tensor(params, param_path(name), name, tensor);
-  const H5::Group optim = h5.createGroup("optim");
+  const H5::Group optim = create_group(h5, "optim");
   for (const auto& [key, tensor] : checkpoint.optim)
     write_tensor(optim, optim_path(key), key, tensor);
   if (!checkpoint.memory.empty()) {
-    const H5::Group memory = h5.createGroup("memory");
+    const H5::Group memory = create_group(h5, "memory");
     for (const auto& [layer, tensor] : checkpoint.memory)
       write_tensor(memory, {layer}, layer, tensor);
   }
   if (!checkpoint.knn_memory.empty()) {
-    const H5::Group knn = h5.createGroup("knn_memory");
+    const H5::Group knn = create_group(h5, "knn_memory");
     for (const auto& [name, tensor] : checkpoint.knn_memory)
       write_tensor(knn, {name}, "knn_memory/" + name, tensor);
   }
 
-  const H5::Group state = h5.createGroup("state");
+  const H5::Group state = create_group(h5, "state");
   write_int_attribute(state, kStepAttribute, checkpoint.step);
   write_int_attribute(state, kTokensSeenAttribute, checkpoint.tokens_seen);
   write_int_attribute(state, kFormatVersionAttribute, checkpoint.format_version);
@@ -242,7 +228,10 @@ std::vector<char> hdf5_image(const fs::path& label, const Checkpoint& checkpoint
   H5::FileAccPropList access;
   access.setCore(kImageIncrement, false);
   access.setLibverBounds(H5F_LIBVER_V18, H5F_LIBVER_LATEST);
-  H5::H5File h5(label.string(), H5F_ACC_TRUNC, H5::FileCreatPropList::DEFAULT, access);
+  const H5::FileCreatPropList creation;
+  if (!keep_compact(creation.getId()))
+    throw H5::FileIException("H5Pset_link_phase_change", "cannot keep the root group compact");
+  H5::H5File h5(label.string(), H5F_ACC_TRUNC, creation, access);
   write_contents(h5, checkpoint);  // its groups and datasets are closed on return
   h5.flush(H5F_SCOPE_GLOBAL);
   const ssize_t size = H5Fget_file_image(h5.getId(), nullptr, 0);
@@ -251,6 +240,9 @@ std::vector<char> hdf5_image(const fs::path& label, const Checkpoint& checkpoint
     throw H5::FileIException("H5Fget_file_image", "cannot copy the in-memory file");
   h5.close();
   reseal_superblock(image);
+  // What relpos writes, its reader accepts: a checkpoint the pre-check would refuse is
+  // never written.
+  check_hdf5_metadata(image, label.string());
   return image;
 }
 
@@ -505,7 +497,7 @@ Checkpoint read_contents(const H5::H5File& h5, WalkLimits& limits,
                                   : std::vector<DeclaredDataset>{};
   if (check_shapes) {
     std::map<std::string, Shape> shapes;
-    for (const DeclaredDataset& p : params) shapes.emplace(join(p.path, '.'), p.shape);
+    for (const DeclaredDataset& p : params) shapes.emplace(join_parts(p.path, '.'), p.shape);
     check_shapes(checkpoint.config_yaml, shapes);
   }
   // A dotted group name ("/params/a.b") would give the name of a nested one ("/params/a/b").
@@ -515,17 +507,18 @@ Checkpoint read_contents(const H5::H5File& h5, WalkLimits& limits,
             "checkpoint {}: the name '{}' is stored twice (the second time as {})", file, name,
             d.dataset.getObjName());
   };
-  for (const DeclaredDataset& p : params) add(checkpoint.params, join(p.path, '.'), p);
+  for (const DeclaredDataset& p : params) add(checkpoint.params, join_parts(p.path, '.'), p);
   for (const DeclaredDataset& o : optim) {
     if (o.path.size() == 1) {  // optimizer-wide state, e.g. /optim/step
       add(checkpoint.optim, o.path.front(), o);
       continue;
     }
     const std::vector<std::string> param(o.path.begin(), o.path.end() - 1);
-    add(checkpoint.optim, join(param, '.') + "/" + o.path.back(), o);
+    add(checkpoint.optim, join_parts(param, '.') + "/" + o.path.back(), o);
   }
-  for (const DeclaredDataset& m : memory) add(checkpoint.memory, join(m.path, '.'), m);
-  for (const DeclaredDataset& k : knn_memory) add(checkpoint.knn_memory, join(k.path, '/'), k);
+  for (const DeclaredDataset& m : memory) add(checkpoint.memory, join_parts(m.path, '.'), m);
+  for (const DeclaredDataset& k : knn_memory)
+    add(checkpoint.knn_memory, join_parts(k.path, '/'), k);
   return checkpoint;
 }
 

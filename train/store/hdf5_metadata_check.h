@@ -3,26 +3,29 @@
 // its object headers say: found by tests/fuzz/fuzz_checkpoint_resealed.cpp with the
 // checksums recomputed, as a hostile editor would (docs/fuzzing.md), a link info
 // message naming a B-tree at a huge address crashed it with SIGSEGV in H5Gget_info, a
-// malformed link message made it free an unset pointer, and an attribute message whose
-// dataspace size ran past the message made it read past a heap block (H5Aexists).
+// malformed link message made it free an unset pointer, an attribute message whose
+// dataspace size ran past the message made it read past a heap block (H5Aexists), and
+// an 8-byte continuation message made it read a chunk length from the next message
+// and allocate that many bytes (H5C_protect).
 #include <span>
 #include <string>
 
 namespace relpos {
 
-// Walks the object headers reachable from the root group and the superblock extension
-// (hdf5_object_walk.h) and requires, throwing a one-line UsageError
+// An allow-list: the image must hold only what relpos writes, so that HDF5 never
+// decodes anything else. Requires, throwing a one-line UsageError
 // "checkpoint <file>: ..." otherwise:
-//   - base address 0 (relpos writes no other), the superblock extension and the root
-//     group inside the image, and every message inside its chunk;
-//   - every address HDF5 follows from them (continuation chunks, dense link and
-//     attribute storage: fractal heaps, name and creation-order B-trees, hard links'
-//     objects) undefined or inside the image;
-//   - every link message well formed as HDF5 writes it (read_hdf5_link);
-//   - every attribute message well formed: version 1 to 3, its datatype and dataspace
-//     not shared, its name NUL-terminated, its name, datatype, dataspace and value
-//     inside the message, the datatype an atomic class relpos writes (integer, float,
-//     string, bitfield) and the dataspace's size its rank's.
+//   - a version 2 superblock with 8-byte addresses, no flags, base address 0, no
+//     extension, its end-of-file address the image's size and the root group inside;
+//   - every object header reachable from the root through hard links
+//     (hdf5_object_walk.h) a version 2 header inside the image, with the flags relpos's
+//     HDF5 writes, every message inside its chunk and every continuation chunk read;
+//   - every message one of the types relpos writes (null, dataspace, link info,
+//     datatype, fill value, link, data layout, group info, attribute, continuation,
+//     attribute info), unshared, each exactly as long as its fields
+//     (hdf5_message_check.h): hard links only, no dense link or attribute storage,
+//     contiguous datasets whose data lie inside the image and are exactly as long as
+//     their dataspace and datatype say, the five datatypes relpos writes.
 // The image's superblock has passed check_superblock (hdf5_superblock.h).
 void check_hdf5_metadata(std::span<const char> image, const std::string& file);
 

@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <set>
+#include <utility>
 
 namespace relpos {
 namespace {
@@ -14,17 +15,37 @@ class ObjectWalk {
   ObjectWalk(Hdf5Bytes bytes, const std::function<void(const Hdf5Object&)>& visit)
       : bytes_(bytes), visit_(visit) {}
 
-  void run() {
-    pending_ = {bytes_.le(20, 8), bytes_.le(36, 8)};  // the superblock extension, the root
+  // False if it stopped at kMostObjects with objects left to visit.
+  bool run() {
+    // The superblock extension, the root group.
+    pending_ = {{bytes_.le(20, 8), "the superblock extension"}, {bytes_.le(36, 8), "/"}};
     while (!pending_.empty() && visited_.size() < kMostObjects) {
-      const std::uint64_t at = pending_.back();
+      const auto [at, path] = pending_.back();
       pending_.pop_back();
-      if (at != kHdf5Undefined && visited_.insert(at).second) object_header(at);
+      if (at != kHdf5Undefined && visited_.insert(at).second) object_header(at, path);
     }
+    return pending_.empty();
   }
 
  private:
-  void object_header(std::uint64_t at) {
+  void object_header(std::uint64_t at, const std::string& path) {
+    Hdf5Object object{at, path, false, 0, {}, {}, {}, {}};
+    read_chunks(object);
+    visit_(object);
+    for (const Hdf5Message& message : object.messages) {  // none if unreadable
+      if (message.type != hdf5_message::kLink || (message.flags & hdf5_message::kShared)) continue;
+      const Hdf5Link link = read_hdf5_link(bytes_, message);
+      if (link.well_formed && link.hard)
+        pending_.push_back(
+            {link.object, (path == "/" ? "/" : path + "/") + std::string(link.name)});
+    }
+  }
+
+  // Reads the chunks and messages of the object header at object.address, unless it is
+  // not a version 2 object header whose first chunk lies inside the image (then
+  // object.readable stays false).
+  void read_chunks(Hdf5Object& object) {
+    const std::uint64_t at = object.address;
     if (!bytes_.signature(at, "OHDR") || !bytes_.has(at, 6) || bytes_.byte(at + 4) != 2) return;
     const std::uint8_t flags = bytes_.byte(at + 5);
     std::uint64_t pos = at + 6;
@@ -35,7 +56,9 @@ class ObjectWalk {
     const std::uint64_t size = bytes_.le(pos, width);
     pos += width;
     if (!bytes_.has(pos, size) || !bytes_.has(pos + size, 4)) return;
-    Hdf5Object object{at, {{at, pos + size}}, {}, {}};
+    object.readable = true;
+    object.flags = flags;
+    object.chunks = {{at, pos + size}};
     const std::uint64_t header = (flags & 0x04) ? 6 : 4;  // + creation order
     messages(object, pos, pos + size, header);
     for (std::size_t i = 0; i < object.messages.size(); ++i) {
@@ -49,13 +72,9 @@ class ObjectWalk {
           object.chunks.size() < kMostChunks && seen_chunks_.insert(chunk).second) {
         object.chunks.push_back({chunk, chunk + length - 4});
         messages(object, chunk + 4, chunk + length - 4, header);
+      } else {
+        object.unread_chunks.push_back(message.at);
       }
-    }
-    visit_(object);
-    for (const Hdf5Message& message : object.messages) {
-      if (message.type != hdf5_message::kLink || (message.flags & hdf5_message::kShared)) continue;
-      const Hdf5Link link = read_hdf5_link(bytes_, message);
-      if (link.well_formed && link.hard) pending_.push_back(link.object);
     }
   }
 
@@ -74,7 +93,7 @@ class ObjectWalk {
 
   Hdf5Bytes bytes_;
   const std::function<void(const Hdf5Object&)>& visit_;
-  std::vector<std::uint64_t> pending_;
+  std::vector<std::pair<std::uint64_t, std::string>> pending_;  // address, path
   std::set<std::uint64_t> visited_, seen_chunks_;
 };
 
@@ -107,15 +126,19 @@ Hdf5Link read_hdf5_link(Hdf5Bytes bytes, const Hdf5Message& message) {
   const std::uint64_t name_length = bytes.le(p, width);
   p += width;
   if (name_length < 1 || name_length > end - p) return link;
+  link.name = std::string_view(bytes.image.data() + p, name_length);
   p += name_length;
   if (type == 0) {
     if (end - p < 8) return link;
     link.hard = true;
     link.object = bytes.le(p, 8);
+    link.end = p + 8;
   } else if (type != 1 && type != 64) {  // soft, external: a length, then that many bytes
     return link;
   } else if (end - p < 2 || bytes.le(p, 2) > end - p - 2) {
     return link;
+  } else {
+    link.end = p + 2 + bytes.le(p, 2);
   }
   link.well_formed = true;
   return link;
@@ -127,8 +150,7 @@ bool walk_hdf5_objects(Hdf5Bytes bytes, const std::function<void(const Hdf5Objec
   if ((version != 2 && version != 3) || bytes.byte(9) != 8 || bytes.byte(10) != 8 ||
       bytes.le(12, 8) != 0)
     return false;
-  ObjectWalk(bytes, visit).run();
-  return true;
+  return ObjectWalk(bytes, visit).run();
 }
 
 }  // namespace relpos
