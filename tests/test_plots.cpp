@@ -7,10 +7,13 @@
 
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <sstream>
 #include <string>
+#include <tuple>
 
 #include "tests/test_files.h"
 #include "tests/tiny_run.h"
+#include "train/ablation/statistics.h"
 
 namespace fs = std::filesystem;
 using relpos::testing::slurp;
@@ -95,6 +98,22 @@ void write_seeded_ablation_folder(const TempDir& box) {
     fs::create_directories(box.path() / run);
     box.write(std::string(run) + "/metrics.jsonl",
               "{\"step\":1,\"loss\":3.0}\n{\"step\":2,\"loss\":2.6,\"val_loss\":2.7}\n");
+  }
+}
+
+// Two seeds whose losses differ by 0.2 at every step (3.0/3.2, 2.6/2.8): the band of the
+// mean is +- 1.27 as the 95% t interval (t_0.975,1 = 12.706), +- 0.14 as one std.
+void write_diverging_seeds(const TempDir& box) {
+  box.write("results.csv",
+            "variant,scheme,data,train_length,seeds,runs,loss_at_16,loss_at_16_ci95\n"
+            "t5,t5,corpus,16,0 1,t5/seed-0 t5/seed-1,2.7,1.27\n");
+  for (const auto& [run, first, second] :
+       {std::tuple{"t5/seed-0", "3.0", "2.6"}, std::tuple{"t5/seed-1", "3.2", "2.8"}}) {
+    fs::create_directories(box.path() / run);
+    box.write(std::string(run) + "/metrics.jsonl",
+              fmt::format("{{\"step\":1,\"loss\":{0},\"val_loss\":{0}}}\n"
+                          "{{\"step\":2,\"loss\":{1},\"val_loss\":{1}}}\n",
+                          first, second));
   }
 }
 
@@ -377,4 +396,121 @@ TEST_CASE("relpos ablate and positions --png without a plotter print the command
   const Result bad = run(box, std::string(RELPOS_CLI) + " positions t5 --png t5.pdf");
   REQUIRE(bad.exit_code == 2);
   REQUIRE(bad.err == "relpos: error: --png 't5.pdf': expected a file name ending in .png\n");
+}
+
+TEST_CASE("plot.py's t quantiles are the report's (Boost.Math), never narrower", "[plot]") {
+  if (!has_python()) {
+    WARN("SKIPPED: /usr/bin/python3 is not installed");
+    return;
+  }
+  TempDir box("plot_t_quantiles");
+  const Result r = run(box, "/usr/bin/python3 -c 'import sys; sys.path.insert(0, \"" +
+                                std::string(RELPOS_SOURCE_DIR) +
+                                "/tools\"); from plots.statistics import t_quantile_975; "
+                                "print(*(t_quantile_975(df) for df in range(1, 2001)))'");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  std::istringstream values(r.out);
+  for (std::size_t df = 1; df <= 2000; ++df) {
+    double t = 0.0;
+    REQUIRE(values >> t);
+    INFO("df " << df << ": plot.py " << t);
+    REQUIRE(t >= relpos::t_quantile_975(df) - 5e-4);  // rounded to 3 decimals
+    REQUIRE(t <= relpos::t_quantile_975(df) * 1.01);
+  }
+}
+
+TEST_CASE("plot.py's loss curves band the 95% t interval of the seed mean", "[plot][slow]") {
+  if (!has_matplotlib()) {
+    WARN("SKIPPED: matplotlib is not installed for /usr/bin/python3 (python3-matplotlib)");
+    return;
+  }
+  TempDir box("plot_t_bands");
+  write_diverging_seeds(box);
+  const Result r = run(box, kPlot + " ablation " + box.path().string());
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  for (const char* figure : {"train_loss", "val_loss", "extrapolation"}) {
+    INFO(figure);
+    const std::string svg = slurp(box.path() / (std::string(figure) + ".svg"));
+    REQUIRE(contains(svg, "bands: 95% t interval of the mean"));
+    REQUIRE(contains(svg, "fill-opacity: 0.15"));
+  }
+  // The band reaches 3.1 + 1.27 = 4.37 at step 1 (one std would stop at 3.24): a tick at 4.0.
+  REQUIRE(contains(slurp(box.path() / "val_loss.svg"), ">4.0</text>"));
+}
+
+TEST_CASE("plot.py draws chance lines: 1/num_symbols on accuracy, a uniform byte on text",
+          "[plot][slow]") {
+  if (!has_matplotlib()) {
+    WARN("SKIPPED: matplotlib is not installed for /usr/bin/python3 (python3-matplotlib)");
+    return;
+  }
+  TempDir box("plot_chance");
+  write_seeded_ablation_folder(box);
+  REQUIRE(run(box, kPlot + " ablation " + box.path().string()).exit_code == 0);
+  // No config.yaml: data/tasks.h's default of 16 symbols; text losses near 2.5: ln 256 is
+  // off the scale and the legend says so.
+  CHECK(contains(slurp(box.path() / "accuracy.svg"), "chance (1/16)"));
+  CHECK(contains(slurp(box.path() / "val_loss.svg"), "5.55 nats): off the scale"));
+  CHECK_FALSE(contains(slurp(box.path() / "extrapolation.svg"), "ln 256 = 5.55 nats"));
+
+  // A run's resolved config with 10 symbols; a text run whose loss starts at 5.4.
+  box.write("t5-copy/seed-0/config.yaml", "data:\n  source: copy\n  task:\n    num_symbols: 10\n");
+  box.write("t5/seed-0/metrics.jsonl", "{\"step\":1,\"loss\":5.4}\n{\"step\":2,\"loss\":2.6}\n");
+  box.write("t5/seed-1/metrics.jsonl", "{\"step\":1,\"loss\":5.4}\n{\"step\":2,\"loss\":2.6}\n");
+  const Result r = run(box, kPlot + " ablation " + box.path().string());
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::string accuracy = slurp(box.path() / "accuracy.svg");
+  CHECK(contains(accuracy, "chance (1/10)"));
+  CHECK_FALSE(contains(accuracy, "chance (1/16)"));
+  CHECK(
+      contains(slurp(box.path() / "train_loss.svg"), "chance (uniform byte: ln 256 = 5.55 nats)"));
+  require_no_tmp_files(box.path());
+}
+
+TEST_CASE("plot.py ablation draws loss against memory and the copy check's gain", "[plot][slow]") {
+  if (!has_matplotlib()) {
+    WARN("SKIPPED: matplotlib is not installed for /usr/bin/python3 (python3-matplotlib)");
+    return;
+  }
+  TempDir plain("plot_no_memory");
+  write_seeded_ablation_folder(plain);
+  REQUIRE(run(plain, kPlot + " ablation " + plain.path().string()).exit_code == 0);
+  REQUIRE_FALSE(fs::exists(plain.path() / "memory.png"));     // no loss_mem_* columns
+  REQUIRE_FALSE(fs::exists(plain.path() / "copy_gain.png"));  // no copy_gain_* columns
+
+  TempDir box("plot_memory_copy");
+  write_seeded_ablation_folder(box);
+  // Memory columns as eval_mem_lengths [0, 64] and eval_knn_sizes [256] write them, copy
+  // columns as eval_copy at distances 64 and 256, in one window and in segments.
+  box.write("results.csv",
+            "variant,scheme,data,train_length,seeds,runs,loss_at_16,loss_at_16_ci95,"
+            "loss_mem_0,loss_mem_0_ci95,loss_mem_64,loss_mem_64_ci95,loss_mem_0_knn_256,"
+            "loss_mem_0_knn_256_ci95,copy_gain_64,copy_gain_64_ci95,copy_gain_256,"
+            "copy_gain_256_ci95,copy_gain_64_mem_64,copy_gain_64_mem_64_ci95\n"
+            "t5,t5,corpus,16,0 1,t5/seed-0 t5/seed-1,2.4,0.1,2.4,0.1,2.3,0.1,,,0.5,0.2,0.1,0.2,"
+            "0.6,0.3\n"
+            "t5-knn,t5,corpus,16,0 1,t5-copy/seed-0 t5-copy/seed-1,2.4,0.1,2.4,0.1,2.35,0.1,"
+            "2.2,0.1,0.4,0.2,0.3,0.1,,\n");
+  const Result r = run(box, kPlot + " ablation " + box.path().string());
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  require_figure(box.path() / "memory");
+  require_figure(box.path() / "copy_gain");
+  const std::string memory = slurp(box.path() / "memory.svg");
+  for (const char* text : {"Loss vs memory length", "memory length M", "t5-knn, kNN memory 256",
+                           "bands: 95% t interval of the mean", "fill-opacity: 0.15"}) {
+    INFO(text);
+    CHECK(contains(memory, text));
+  }
+  const std::string copy = slurp(box.path() / "copy_gain.svg");
+  for (const char* text : {"gain vs distance", "t5, one window", "t5, segments, memory 64",
+                           "t5-knn, one window", "no gain (0)", "fill-opacity: 0.15"}) {
+    INFO(text);
+    CHECK(contains(copy, text));
+  }
+  CHECK_FALSE(contains(copy, "t5-knn, segments"));  // its cells are empty
+  require_no_tmp_files(box.path());
 }

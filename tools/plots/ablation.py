@@ -2,9 +2,12 @@
 
 import math
 
+from plots.ablation_memory import plot_copy_gain, plot_memory_curves
 from plots.ablation_results import read_results
+from plots.chance import draw_answer_chance, draw_byte_chance
 from plots.common import UsageError, import_pyplot, read_curves, save
-from plots.panels import band, finish_panel, mean_and_std, panels, series_styles
+from plots.panels import band, finish_panel, panels, series_styles
+from plots.statistics import mean_and_ci95
 
 
 def plot_loss_curves(plt, directory, results, curves, name, title):
@@ -18,7 +21,7 @@ def plot_loss_curves(plt, directory, results, curves, name, title):
                 for run in r["runs"]:
                     for step, loss in curves[run][name].items():
                         by_step.setdefault(step, []).append(loss)
-                points = sorted((step, *mean_and_std(v)) for step, v in by_step.items()
+                points = sorted((step, *mean_and_ci95(v)) for step, v in by_step.items()
                                 if len(v) == len(r["runs"]))
                 steps, losses = [p[0] for p in points], [p[1] for p in points]
                 ys += losses
@@ -26,6 +29,7 @@ def plot_loss_curves(plt, directory, results, curves, name, title):
                 ax.plot(steps, losses, label=r["variant"], markersize=5,
                         markevery=(n % every, every), **styles[r["variant"]])
                 band(ax, steps, losses, [p[2] for p in points], styles[r["variant"]])
+            draw_byte_chance(ax, directory, rows, ys)
             finish_panel(ax, data, "step", ys)
         save(fig, directory / name)
     finally:
@@ -34,7 +38,9 @@ def plot_loss_curves(plt, directory, results, curves, name, title):
 
 def plot_extrapolation(plt, directory, results, key="lengths", stem="extrapolation",
                        title="Loss vs evaluation length", ylabel=None):
-    fig, layout = panels(plt, results, title)
+    """A metric against the evaluation length: the loss (chance: a uniform byte, on text), or
+    with ylabel, answer accuracy (chance: 1 / the task's number of symbols)."""
+    fig, layout = panels(plt, results, title, results[0]["band"])
     try:
         styles = series_styles(results)
         for data, ax, rows in layout:
@@ -56,6 +62,10 @@ def plot_extrapolation(plt, directory, results, key="lengths", stem="extrapolati
             ax.set_xticks(sorted(lengths), [str(length) for length in sorted(lengths)])
             ax.minorticks_off()
             ax.margins(x=0.06)
+            if ylabel:
+                draw_answer_chance(ax, directory, rows)
+            else:
+                draw_byte_chance(ax, directory, rows, ys)
             finish_panel(ax, data, "evaluation length (log scale)", ys)
             if ylabel:
                 ax.set_yscale("linear")
@@ -79,3 +89,5 @@ def plot_ablation(directory):
     if on_tasks:
         plot_extrapolation(plt, directory, on_tasks, "accuracy", "accuracy",
                            "Answer accuracy vs evaluation length", "next-token accuracy on answers")
+    plot_memory_curves(plt, directory, results)
+    plot_copy_gain(plt, directory, results)

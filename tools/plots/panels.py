@@ -22,13 +22,23 @@ def series_styles(results):
     return styles
 
 
-def panels(plt, results, title):
+def band_caption(spread):
+    """What a figure's bands are, for its title: the 95% t interval of the seed mean ("ci95"),
+    or one standard deviation ("std", from a results.csv written before the intervals)."""
+    if spread == "std":
+        return "lines: seed means; bands: +- one standard deviation (an older results.csv)"
+    return "lines: seed means; bands: 95% t interval of the mean"
+
+
+def panels(plt, results, title, spread="ci95"):
     """A figure with one row of axes per data set, in order of first appearance, and the
-    list of (data set, its axes, its result rows)."""
+    list of (data set, its axes, its result rows). With several seeds the title says what
+    the bands are."""
     data_sets = list(dict.fromkeys(r["data"] for r in results))
     fig, axes = plt.subplots(len(data_sets), 1, figsize=(9, 3.8 * len(data_sets)), squeeze=False,
                              layout="constrained")
-    fig.suptitle(title)
+    seeded = any(len(r["runs"]) > 1 for r in results)
+    fig.suptitle(f"{title}\n({band_caption(spread)})" if seeded else title)
     return fig, [(data, ax, [r for r in results if r["data"] == data])
                  for data, ax in zip(data_sets, axes[:, 0])]
 
@@ -45,16 +55,8 @@ def finish_panel(ax, data, xlabel, ys):
     grid_and_legend(ax)
 
 
-def mean_and_std(values):
-    """Mean and sample standard deviation (NaN for fewer than two values)."""
-    mean = sum(values) / len(values)
-    if len(values) < 2:
-        return mean, math.nan
-    return mean, math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
-
-
 def band(ax, xs, means, stds, style):
-    """A shaded band of +- one standard deviation where it is known (several seeds)."""
+    """A shaded band of +- half-widths where they are known (several seeds)."""
     points = [(x, m, s) for x, m, s in zip(xs, means, stds) if math.isfinite(m) and
               math.isfinite(s)]
     if points:
