@@ -404,7 +404,7 @@ TEST_CASE("plot.py's t quantiles are the report's (Boost.Math), never narrower",
     return;
   }
   TempDir box("plot_t_quantiles");
-  const Result r = run(box, "/usr/bin/python3 -c 'import sys; sys.path.insert(0, \"" +
+  const Result r = run(box, "/usr/bin/python3 -B -c 'import sys; sys.path.insert(0, \"" +
                                 std::string(RELPOS_SOURCE_DIR) +
                                 "/tools\"); from plots.statistics import t_quantile_975; "
                                 "print(*(t_quantile_975(df) for df in range(1, 2001)))'");
@@ -483,28 +483,39 @@ TEST_CASE("plot.py ablation draws loss against memory and the copy check's gain"
 
   TempDir box("plot_memory_copy");
   write_seeded_ablation_folder(box);
-  // Memory columns as eval_mem_lengths [0, 64] and eval_knn_sizes [256] write them, copy
-  // columns as eval_copy at distances 64 and 256, in one window and in segments.
+  // Memory columns as eval_mem_lengths [0, 64] and eval_knn_sizes [256, 1024] write them
+  // (t5-knn trained with S = 64), copy columns as eval_copy at distances 64 and 256, in one
+  // window and in segments.
   box.write("results.csv",
             "variant,scheme,data,train_length,seeds,runs,loss_at_16,loss_at_16_ci95,"
-            "loss_mem_0,loss_mem_0_ci95,loss_mem_64,loss_mem_64_ci95,loss_mem_0_knn_256,"
-            "loss_mem_0_knn_256_ci95,copy_gain_64,copy_gain_64_ci95,copy_gain_256,"
+            "loss_mem_0,loss_mem_0_ci95,loss_mem_64,loss_mem_64_ci95,loss_mem_0_knn_64,"
+            "loss_mem_0_knn_64_ci95,loss_mem_64_knn_64,loss_mem_64_knn_64_ci95,"
+            "loss_mem_0_knn_256,loss_mem_0_knn_256_ci95,loss_mem_0_knn_1024,"
+            "loss_mem_0_knn_1024_ci95,copy_gain_64,copy_gain_64_ci95,copy_gain_256,"
             "copy_gain_256_ci95,copy_gain_64_mem_64,copy_gain_64_mem_64_ci95\n"
-            "t5,t5,corpus,16,0 1,t5/seed-0 t5/seed-1,2.4,0.1,2.4,0.1,2.3,0.1,,,0.5,0.2,0.1,0.2,"
-            "0.6,0.3\n"
+            "t5,t5,corpus,16,0 1,t5/seed-0 t5/seed-1,2.4,0.1,2.4,0.1,2.3,0.1,,,,,,,,,0.5,0.2,"
+            "0.1,0.2,0.6,0.3\n"
             "t5-knn,t5,corpus,16,0 1,t5-copy/seed-0 t5-copy/seed-1,2.4,0.1,2.4,0.1,2.35,0.1,"
-            "2.2,0.1,0.4,0.2,0.3,0.1,,\n");
+            "2.3,0.1,2.25,0.1,2.2,0.1,2.1,0.1,0.4,0.2,0.3,0.1,,\n");
   const Result r = run(box, kPlot + " ablation " + box.path().string());
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  require_figure(box.path() / "memory");
-  require_figure(box.path() / "copy_gain");
+  for (const char* figure : {"memory", "memory_knn", "copy_gain"})
+    require_figure(box.path() / figure);
   const std::string memory = slurp(box.path() / "memory.svg");
-  for (const char* text : {"Loss vs memory length", "memory length M", "t5-knn, kNN memory 256",
+  for (const char* text : {"Loss vs memory length", "memory length M", "t5-knn, kNN memory 64",
                            "bands: 95% t interval of the mean", "fill-opacity: 0.15"}) {
     INFO(text);
     CHECK(contains(memory, text));
   }
+  CHECK_FALSE(contains(memory, "kNN memory 256"));  // the size sweep: in memory_knn
+  const std::string sizes = slurp(box.path() / "memory_knn.svg");
+  for (const char* text : {"Loss vs kNN memory size (M = 0)", ">64</text>", ">1024</text>"}) {
+    INFO(text);
+    CHECK(contains(sizes, text));
+  }
+  CHECK(contains(sizes, ">t5-knn</text>"));
+  CHECK_FALSE(contains(sizes, ">t5</text>"));  // no kNN layer, no size sweep
   const std::string copy = slurp(box.path() / "copy_gain.svg");
   for (const char* text : {"gain vs distance", "t5, one window", "t5, segments, memory 64",
                            "t5-knn, one window", "no gain (0)", "fill-opacity: 0.15"}) {

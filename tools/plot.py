@@ -6,10 +6,11 @@ Usage (Debian: apt-get install python3-matplotlib):
         DIR/results.csv and each run's DIR/<run>/metrics.jsonl (a `relpos ablate` out_dir)
         -> DIR/train_loss, DIR/val_loss, DIR/extrapolation, where a task reports answer
         accuracy DIR/accuracy, with loss_mem_* columns DIR/memory (loss against memory
-        length) and with copy_gain_* columns DIR/copy_gain (the copy check's gain against
-        distance), each .png and .svg; with several seeds per variant, lines are means and
-        bands the 95% t interval of the mean (+- one standard deviation from a results.csv
-        without _ci95 columns); chance lines (dashed grey) on accuracy (1/num_symbols) and,
+        length; a kNN size sweep: DIR/memory_knn, loss against the size) and with
+        copy_gain_* columns DIR/copy_gain (the copy check's gain against distance), each
+        .png and .svg; with several seeds per variant, lines are means and bands the 95%
+        t interval of the mean (+- one standard deviation from a results.csv without _ci95
+        columns); chance lines (dashed grey) on accuracy (1/num_symbols) and,
         on text, the uniform byte (ln 256 nats) where it is on the scale
     tools/plot.py positions CSV OUT.png [--title TEXT]
         a `relpos positions --csv` matrix -> a heatmap, OUT.png and OUT.svg
