@@ -4,7 +4,8 @@
 Runs, --rounds times in turn: bench_gemm_precision --json (OpenBLAS f32, relpos's fp32
 path = oneDNN f32, relpos's bf16 path with the operand rounding, the raw oneDNN bf16
 primitive), bench_gemm_mkl (cblas_sgemm; cblas_gemm_bf16bf16f32 raw, after rounding, and
-with the weight packed) and bench/gemm_torch.py --shapes step in fp32 and bf16. Every program reports the fastest
+with the weight packed; oneDNN's primitive in f32 and bf16, interleaved with MKL in the same
+process) and bench/gemm_torch.py --shapes step in fp32 and bf16. Every program reports the fastest
 repetition of each shape; across rounds the fastest is kept. Prints a markdown report:
 GFLOP/s per shape and over the 12 (their FLOPs over the sum of their fastest times), and
 the ratios that decide whether MKL is worth wiring into relpos (bench/results/gemm-mkl.md).
@@ -20,31 +21,32 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# Column key -> label, in the table's order. Keys: "<program>:<path>".
+# Column key -> label, in the table's order. Keys: "<program>:<path>"; "mkl:onednn-*" are
+# oneDNN's primitive timed inside bench_gemm_mkl, interleaved with MKL.
 COLUMNS = (
     ("torch:fp32", "torch fp32"),
     ("relpos:onednn-f32", "relpos fp32 (oneDNN)"),
     ("relpos:openblas-f32", "OpenBLAS sgemm"),
-    ("mkl:mkl-sgemm", "MKL sgemm"),
+    ("mkl:onednn-f32", "oneDNN f32 ‡"),
+    ("mkl:mkl-sgemm", "MKL sgemm ‡"),
     ("torch:bf16", "torch bf16"),
     ("relpos:relpos-bf16", "relpos bf16 (rounding incl.)"),
-    ("relpos:onednn-bf16", "oneDNN bf16 raw"),
-    ("mkl:mkl-bf16", "MKL bf16 raw"),
-    ("mkl:mkl-bf16-round", "MKL bf16 (rounding incl.)"),
-    ("mkl:mkl-bf16-packed", "MKL bf16 raw, W packed"),
+    ("mkl:onednn-bf16", "oneDNN bf16 raw ‡"),
+    ("mkl:mkl-bf16", "MKL bf16 raw ‡"),
+    ("mkl:mkl-bf16-packed", "MKL bf16 raw, W packed ‡"),
+    ("mkl:mkl-bf16-round", "MKL bf16 (rounding incl.) ‡"),
 )
 # (numerator, denominator, label) of the ratio table.
 RATIOS = (
     ("relpos:onednn-f32", "torch:fp32", "relpos fp32 / torch fp32"),
+    ("relpos:relpos-bf16", "torch:bf16", "relpos bf16 (rounding incl.) / torch bf16"),
+    ("mkl:onednn-bf16", "torch:bf16", "oneDNN bf16 raw / torch bf16"),
     ("mkl:mkl-sgemm", "torch:fp32", "MKL sgemm / torch fp32"),
-    ("mkl:mkl-sgemm", "relpos:onednn-f32", "MKL sgemm / relpos fp32"),
-    ("relpos:relpos-bf16", "torch:bf16", "relpos bf16 / torch bf16"),
-    ("relpos:onednn-bf16", "torch:bf16", "oneDNN bf16 raw / torch bf16"),
     ("mkl:mkl-bf16", "torch:bf16", "MKL bf16 raw / torch bf16"),
-    ("mkl:mkl-bf16", "relpos:onednn-bf16", "MKL bf16 raw / oneDNN bf16 raw"),
-    ("mkl:mkl-bf16-round", "relpos:relpos-bf16", "MKL bf16 / relpos bf16 (rounding incl.)"),
-    ("mkl:mkl-bf16-packed", "relpos:onednn-bf16", "MKL bf16 W packed / oneDNN bf16 raw"),
     ("mkl:mkl-bf16-packed", "torch:bf16", "MKL bf16 W packed / torch bf16"),
+    ("mkl:mkl-sgemm", "mkl:onednn-f32", "MKL sgemm / oneDNN f32 ‡"),
+    ("mkl:mkl-bf16", "mkl:onednn-bf16", "MKL bf16 raw / oneDNN bf16 raw ‡"),
+    ("mkl:mkl-bf16-packed", "mkl:onednn-bf16", "MKL bf16 W packed / oneDNN bf16 raw ‡"),
 )
 
 
@@ -135,6 +137,8 @@ def main():
         print(f"| {names[s]} | {m}×{n}×{k} | " + " | ".join(cells) + " |")
     totals = [total(c, shapes) for c, _ in COLUMNS]
     print("| all 12 | | " + " | ".join(f"{t:.0f}" if t else "–" for t in totals) + " |")
+    print("\n‡ timed inside bench_gemm_mkl, the paths interleaved repetition by repetition: "
+          "a load burst falls on both sides of their ratios alike.")
 
     print("\n| ratio | over the shapes both ran | shapes | above 1.3 | below 1.0 |")
     print("|---|---:|---:|---:|---:|")

@@ -8,12 +8,16 @@
 //                has no bf16 copy yet;
 //   bf16-packed  cblas_gemm_bf16bf16f32_compute with the weight (B of x·Wᵀ and dz·W) packed
 //                into MKL's own layout once, outside the timing, as a weight kept so across
-//                a step would be (dzᵀ·x has no weight operand: not run).
-// A standalone probe: it links MKL and nothing of relpos (MKL's cblas_* would clash with
-// OpenBLAS's in one process), built only when CMake finds MKL (RELPOS_MKL_PREFIX,
-// tools/install-mkl.sh). bench/gemm_mkl.py runs it beside bench_gemm_precision and
-// torch.matmul. Prints one JSON line; the paths run interleaved, repetition by repetition,
-// and the fastest repetition of each is reported.
+//                a step would be (dzᵀ·x has no weight operand: not run);
+//   onednn-f32, onednn-bf16  oneDNN's matmul primitive alone, f32 and on bf16 operands
+//                (bench/onednn_matmul.h; what relpos's products run, without its rounding):
+//                in the same process and interleaved with MKL, so that the load of a
+//                shared machine falls on both alike (built with oneDNN only).
+// A standalone probe: it links MKL and oneDNN and nothing of relpos (MKL's cblas_* would
+// clash with OpenBLAS's in one process), built only when CMake finds MKL
+// (RELPOS_MKL_PREFIX, tools/install-mkl.sh). bench/gemm_mkl.py runs it beside
+// bench_gemm_precision and torch.matmul. Prints one JSON line; the paths run interleaved,
+// repetition by repetition, and the fastest repetition of each is reported.
 #include <mkl.h>
 
 #include <CLI/CLI.hpp>
@@ -24,11 +28,16 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "autograd/cpu/bf16_round.h"
 #include "bench/parse_arguments.h"
 #include "bench/timing.h"
+
+#if RELPOS_HAVE_ONEDNN
+#include "bench/onednn_matmul.h"
+#endif
 
 namespace {
 
@@ -119,33 +128,41 @@ int main(int argc, char** argv) {
       cblas_gemm_bf16bf16f32_pack(CblasRowMajor, CblasBMatrix, tb, m, n, k, b16.data(), ldb,
                                   b_packed.data());
     }
-    std::vector<std::function<void()>> paths{[&] {
-                                               cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.f,
-                                                           a.data(), lda, b.data(), ldb, 0.f,
-                                                           c.data(), n);
-                                             },
-                                             [&] { bf16(a16.data(), b16.data()); },
-                                             [&] {
-                                               round_rows(a, a_cols, a_round);
-                                               round_rows(b, b_cols, b_round);
-                                               bf16(a_round.data(), b_round.data());
-                                             }};
+    // (name in the JSON, call), timed in this order, repetition by repetition.
+    std::vector<std::pair<std::string, std::function<void()>>> paths{
+        {"mkl-sgemm",
+         [&] {
+           cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.f, a.data(), lda, b.data(), ldb, 0.f,
+                       c.data(), n);
+         }},
+        {"mkl-bf16", [&] { bf16(a16.data(), b16.data()); }},
+        {"mkl-bf16-round", [&] {
+           round_rows(a, a_cols, a_round);
+           round_rows(b, b_cols, b_round);
+           bf16(a_round.data(), b_round.data());
+         }}};
     if (!b_packed.empty())
-      paths.push_back([&] {
+      paths.emplace_back("mkl-bf16-packed", [&] {
         cblas_gemm_bf16bf16f32_compute(CblasRowMajor, ta, CblasPacked, m, n, k, 1.f, a16.data(),
                                        lda, b_packed.data(), ldb, 0.f, c.data(), n);
       });
+#if RELPOS_HAVE_ONEDNN
+    relpos::bench::OnednnMatmul onednn_f32(g.m, g.n, g.k, g.trans_a, g.trans_b, false, a.data(),
+                                           b.data(), c.data());
+    relpos::bench::OnednnMatmul onednn_bf16(g.m, g.n, g.k, g.trans_a, g.trans_b, true, a16.data(),
+                                            b16.data(), c.data());
+    paths.emplace_back("onednn-f32", [&] { onednn_f32.run(); });
+    paths.emplace_back("onednn-bf16", [&] { onednn_bf16.run(); });
+#endif
     std::vector<std::int64_t> calls;
-    for (const auto& p : paths) calls.push_back(relpos::bench::calls_for(p, seconds));
+    for (const auto& p : paths) calls.push_back(relpos::bench::calls_for(p.second, seconds));
     std::vector<double> best(paths.size(), 1e30);
     for (int r = 0; r < repetitions; ++r)
       for (std::size_t i = 0; i < paths.size(); ++i)
-        best[i] = std::min(best[i], relpos::bench::seconds_per_call(paths[i], calls[i]));
+        best[i] = std::min(best[i], relpos::bench::seconds_per_call(paths[i].second, calls[i]));
     const double flops = 2.0 * double(g.m) * double(g.n) * double(g.k);
-    nlohmann::json rates{{"mkl-sgemm", flops / best[0] * 1e-9},
-                         {"mkl-bf16", flops / best[1] * 1e-9},
-                         {"mkl-bf16-round", flops / best[2] * 1e-9}};
-    if (paths.size() > 3) rates["mkl-bf16-packed"] = flops / best[3] * 1e-9;
+    nlohmann::json rates = nlohmann::json::object();
+    for (std::size_t i = 0; i < paths.size(); ++i) rates[paths[i].first] = flops / best[i] * 1e-9;
     rows.push_back({{"what", g.what},
                     {"m", g.m},
                     {"n", g.n},

@@ -18,7 +18,6 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <tuple>
-#include <unordered_map>
 #include <vector>
 
 #include "autograd/blas_kernel.h"
@@ -30,7 +29,7 @@
 #include "bench/timing.h"
 
 #if RELPOS_HAVE_ONEDNN
-#include <dnnl.hpp>
+#include "bench/onednn_matmul.h"
 #endif
 
 namespace {
@@ -85,32 +84,19 @@ void openblas(const GemmArgs& g) {
 class RawBf16 {
  public:
   RawBf16(const Gemm& g, const std::vector<float>& a, const std::vector<float>& b, float* c)
-      : a16_(a.size()), b16_(b.size()) {
-    using dnnl::memory;
-    std::transform(a.begin(), a.end(), a16_.begin(), relpos::cpu::to_bf16);
-    std::transform(b.begin(), b.end(), b16_.begin(), relpos::cpu::to_bf16);
-    const auto bf16 = memory::data_type::bf16;
-    const memory::desc ad = g.trans_a ? memory::desc({g.m, g.k}, bf16, {1, g.m})
-                                      : memory::desc({g.m, g.k}, bf16, {g.k, 1});
-    const memory::desc bd = g.trans_b ? memory::desc({g.k, g.n}, bf16, {1, g.k})
-                                      : memory::desc({g.k, g.n}, bf16, {g.n, 1});
-    const memory::desc cd({g.m, g.n}, memory::data_type::f32, {g.n, 1});
-    primitive_ = dnnl::matmul(dnnl::matmul::primitive_desc({ad, bd, cd}, engine_));
-    args_ = {{DNNL_ARG_SRC, memory(ad, engine_, a16_.data())},
-             {DNNL_ARG_WEIGHTS, memory(bd, engine_, b16_.data())},
-             {DNNL_ARG_DST, memory(cd, engine_, c)}};
-  }
-  void run() {
-    primitive_.execute(stream_, args_);
-    stream_.wait();
-  }
+      : a16_(a.size()),
+        b16_(b.size()),
+        matmul_(g.m, g.n, g.k, g.trans_a, g.trans_b, true, rounded(a, a16_), rounded(b, b16_), c) {}
+  void run() { matmul_.run(); }
 
  private:
-  dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
-  dnnl::stream stream_{engine_};
+  static const std::uint16_t* rounded(const std::vector<float>& x,
+                                      std::vector<std::uint16_t>& out) {
+    std::transform(x.begin(), x.end(), out.begin(), relpos::cpu::to_bf16);
+    return out.data();
+  }
   std::vector<std::uint16_t> a16_, b16_;
-  dnnl::matmul primitive_;
-  std::unordered_map<int, dnnl::memory> args_;
+  relpos::bench::OnednnMatmul matmul_;
 };
 #endif
 
