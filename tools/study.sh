@@ -22,8 +22,12 @@ relpos=${2:-build/train/relpos}
 sweep=configs/study/$part.yaml
 # configs/study/*_model.yaml are the parts' config overlays, not parts.
 if [[ ! $part =~ ^[a-z0-9_-]+$ ]] || [[ $part == *_model ]] || [ ! -f "$sweep" ]; then
-  parts=$(cd configs/study && ls -- *.yaml | grep -v '_model\.yaml$' | sed 's/\.yaml$//' | paste -sd ' ')
-  echo "tools/study.sh: no part '$part' (expected one of: $parts)" >&2
+  names=()
+  for file in configs/study/*.yaml; do
+    name=$(basename "$file" .yaml)
+    [[ $name == *_model ]] || names+=("$name")
+  done
+  echo "tools/study.sh: no part '$part' (expected one of: ${names[*]})" >&2
   exit 2
 fi
 if [ ! -x "$relpos" ]; then
