@@ -58,9 +58,12 @@ if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then  # the kNN run's ga
   grep -q 'knn/seed-1 head 3' docs/results/study/tiny/knn_gates.svg || fail "knn_gates.svg lacks a run"
 fi
 [ ! -e docs/results/study/tiny/PARTIAL.md ] || fail "PARTIAL.md was left after the part finished"
-# Runs trained in child processes (jobs > 1) report in their own logs.
-grep -qs '^resume ' study.log runs/study/shared/logs/*.log ||
-  fail "the second call did not resume the stopped run"
+# The run the limit stopped continues from its checkpoint (or, stopped after its last step,
+# is only evaluated); runs trained in child processes (jobs > 1) report in their own logs.
+stopped=$(sed -n 's#^relpos: stopped by SIGTERM after step [0-9]* of [0-9]*: saved runs/study/shared/\([a-z]*/seed-[0-9]\)/.*#\1#p' stopped.log | head -n 1)
+[ -n "$stopped" ] || fail "the call at its time limit stopped no run with a checkpoint"
+grep -qsE "^(resume $stopped from step [1-9]|skip $stopped: finished)" study.log runs/study/shared/logs/*.log ||
+  fail "the second call did not continue the stopped run $stopped"
 [ ! -e runs/study/tiny ] || fail "runs/study/tiny was made: the part must use the sweep's out_dir"
 
 set +e
