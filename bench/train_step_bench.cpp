@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "autograd/allocator.h"
+#include "autograd/blas_kernel.h"
 #include "autograd/error.h"
 #include "autograd/ops/loss.h"
 #include "autograd/ops/matmul.h"
@@ -226,6 +227,7 @@ nlohmann::json run_gemm(const Options& o, const std::string& kind) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  relpos::use_best_blas_kernel(argv);  // as relpos train does: the same OpenBLAS kernels
   CLI::App app{"Training throughput of relpos's TransformerLM (JSON line on stdout)"};
   Options o;
   std::string gemm;
