@@ -9,6 +9,7 @@
 // is reported (the slower ones measure the neighbours on a shared machine). --json prints
 // one JSON line instead of the markdown table (bench/gemm_mkl.py reads it).
 #include <cblas.h>
+#include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -196,10 +197,14 @@ int main(int argc, char** argv) {
     std::printf("\n");
   }
   if (json) {
-    const nlohmann::json report{{"framework", "relpos"},
-                                {"threads", relpos::num_threads()},
-                                {"reps", repetitions},
-                                {"shapes", rows}};
+    nlohmann::json report{{"framework", "relpos"},
+                          {"threads", relpos::num_threads()},
+                          {"reps", repetitions},
+                          {"shapes", rows}};
+#if RELPOS_HAVE_ONEDNN
+    const dnnl_version_t* v = dnnl_version();  // the library loaded, not the headers
+    report["onednn_version"] = fmt::format("{}.{}.{}", v->major, v->minor, v->patch);
+#endif
     std::printf("%s\n", report.dump().c_str());
     return 0;
   }

@@ -6,6 +6,8 @@
 #include <dnnl.hpp>
 #include <unordered_map>
 
+#include "autograd/cpu/onednn_matmul_primitive.h"
+
 namespace relpos::bench {
 
 class OnednnMatmul {
@@ -20,7 +22,7 @@ class OnednnMatmul {
     const memory::desc bd =
         trans_b ? memory::desc({k, n}, type, {1, k}) : memory::desc({k, n}, type, {n, 1});
     const memory::desc cd({m, n}, memory::data_type::f32, {n, 1});
-    primitive_ = dnnl::matmul(dnnl::matmul::primitive_desc({ad, bd, cd}, engine_));
+    primitive_ = relpos::cpu::make_onednn_matmul(engine_, ad, bd, cd);
     args_ = {{DNNL_ARG_SRC, memory(ad, engine_, const_cast<void*>(a))},
              {DNNL_ARG_WEIGHTS, memory(bd, engine_, const_cast<void*>(b))},
              {DNNL_ARG_DST, memory(cd, engine_, c)}};

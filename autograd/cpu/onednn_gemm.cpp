@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "autograd/cpu/bf16_round.h"
+#include "autograd/cpu/onednn_matmul_primitive.h"
 #include "autograd/storage.h"
 #endif
 
@@ -144,15 +145,8 @@ Entry make_entry(State& st, const GemmArgs& g, const Stored& a, const Stored& b,
   e.b = operand_desc(b, g.trans_b, g.batch, in_type);
   const memory::dim cs = g.batch == 1 ? g.m * g.ldc : g.stride_c;
   e.c = memory::desc({g.batch, g.m, g.n}, memory::data_type::f32, {cs, g.ldc, 1});
-  dnnl::primitive_attr attr;
-  if (g.alpha != 1.0) attr.set_output_scales(0, {static_cast<float>(g.alpha)});
-  if (g.beta != 0.0) {
-    dnnl::post_ops ops;
-    ops.append_sum(static_cast<float>(g.beta));
-    attr.set_post_ops(ops);
-  }
-  const dnnl::matmul::desc desc(e.a, e.b, e.c);
-  e.primitive = dnnl::matmul(dnnl::matmul::primitive_desc(desc, attr, st.engine));
+  e.primitive = make_onednn_matmul(st.engine, e.a, e.b, e.c, static_cast<float>(g.alpha),
+                                   static_cast<float>(g.beta));
   return e;
 }
 
