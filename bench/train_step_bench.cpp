@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "autograd/allocator.h"
+#include "autograd/blas_kernel.h"
 #include "autograd/error.h"
 #include "autograd/ops/loss.h"
 #include "autograd/ops/matmul.h"
@@ -145,6 +146,7 @@ nlohmann::json run_training(const Options& o) {
   const double tokens_per_s = static_cast<double>(batch * o.len) / median_step;
   const double flops_per_token = model_flops_per_token(model, o.len);
   return {{"framework", "relpos"},
+          {"blas_kernel", blas_kernel_name()},
           {"scheme", o.scheme},
           {"attention", attention_name(run.config.model.attention_path)},
           {"len", o.len},
@@ -216,6 +218,7 @@ nlohmann::json run_gemm(const Options& o, const std::string& kind) {
   }
   return {{"framework", kind == "sgemm" ? "sgemm" : "relpos-gemm"},
           {"kind", kind},
+          {"blas_kernel", blas_kernel_name()},
           {"threads", num_threads()},
           {"reps", o.gemm_reps},
           {"shapes", rows},
@@ -226,6 +229,9 @@ nlohmann::json run_gemm(const Options& o, const std::string& kind) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The kernels `relpos train` runs (autograd/blas_kernel.h): without this, Debian's
+  // OpenBLAS ran its SSE3 Prescott sgemm on the AMX Xeon.
+  use_best_blas_kernel(argv);
   CLI::App app{"Training throughput of relpos's TransformerLM (JSON line on stdout)"};
   Options o;
   std::string gemm;

@@ -136,22 +136,22 @@ void backward_head(const BackwardTensors& t, const FlashGeometry& g, std::int64_
       T* ds = scratch.grad.data();
       cpu::block_logits<T>(a, g, b, h, blk, p, scratch, fire.defined() ? &fire : nullptr);
       // dp = grad_out_tile · v_tileᵀ (the first D columns of grad_out)
-      cpu::content_gemm<T>(a.precision, false, true, rows, blk.cols, g.dim, T(1), go.row(i0),
-                           go.stride, v.row(j0), v.stride, T(0), ds, g.k_tile);
+      cpu::tile_gemm<T>(a.precision, false, true, rows, blk.cols, g.dim, T(1), go.row(i0),
+                        go.stride, v.row(j0), v.stride, T(0), ds, g.k_tile);
       for (std::int64_t r = 0; r < rows; ++r) {
         const T* grad_bins = a.value_bins ? go.row(i0 + r) + g.dim : nullptr;
         logits_gradient_row(g, blk, r, lse[i0 + r], delta[i0 + r], grad_bins, p + r * g.k_tile,
                             ds + r * g.k_tile);
       }
       if (dv.base)  // dv_tile += pᵀ · grad_out_tile
-        cpu::content_gemm<T>(a.precision, true, false, blk.cols, g.dim, rows, T(1), p, g.k_tile,
-                             go.row(i0), go.stride, T(1), dv.row(j0), dv.stride);
+        cpu::tile_gemm<T>(a.precision, true, false, blk.cols, g.dim, rows, T(1), p, g.k_tile,
+                          go.row(i0), go.stride, T(1), dv.row(j0), dv.stride);
       if (dk.base)  // dk_tile += scale · dsᵀ · q_tile
-        cpu::content_gemm<T>(a.precision, true, false, blk.cols, g.dim, rows, scale, ds, g.k_tile,
-                             q.row(i0), q.stride, T(1), dk.row(j0), dk.stride);
+        cpu::tile_gemm<T>(a.precision, true, false, blk.cols, g.dim, rows, scale, ds, g.k_tile,
+                          q.row(i0), q.stride, T(1), dk.row(j0), dk.stride);
       if (dq_rows.base)  // dq_tile += scale · ds · k_tile
-        cpu::content_gemm<T>(a.precision, false, false, rows, g.dim, blk.cols, scale, ds, g.k_tile,
-                             k.row(j0), k.stride, T(1), dq.data(), g.dim);
+        cpu::tile_gemm<T>(a.precision, false, false, rows, g.dim, blk.cols, scale, ds, g.k_tile,
+                          k.row(j0), k.stride, T(1), dq.data(), g.dim);
       for (std::int64_t r = 0; r < rows && (dbias || dclipped || fire_base); ++r) {
         const T* dsr = ds + r * g.k_tile;
         const std::int64_t i = i0 + r, n = blk.visible(g, r);
@@ -173,13 +173,13 @@ void backward_head(const BackwardTensors& t, const FlashGeometry& g, std::int64_
           const T* dsr = ds + r * g.k_tile;
           for (std::int64_t c = 0, n = blk.visible(g, r); c < n; ++c) er[c] = term_scale * dsr[c];
         }
-        const T* r_rows = a.xl_r.data<T>() + (h * g.k_len + lo) * g.dim;
+        const T* r = a.xl_r.data<T>() + h * g.k_len * g.dim;  // (Lk, D) of head h
         // dxq_tile += E · r_slice;  dr_slice += Eᵀ · xq_tile
-        cpu::gemm_rows<T>(false, false, rows, g.dim, width, T(1), e, g.xl_ld, r_rows, g.dim, T(1),
-                          dxq.data(), g.dim);
+        cpu::position_gemm<T>(a.precision, false, false, rows, g.dim, width, e, g.xl_ld, r, g.k_len,
+                              g.dim, lo, T(1), dxq.data(), g.dim);
         if (dr)
-          cpu::gemm_rows<T>(true, false, width, g.dim, rows, T(1), e, g.xl_ld, xq_all + i0 * g.dim,
-                            g.dim, T(1), dr + lo * g.dim, g.dim);
+          cpu::tile_gemm<T>(a.precision, true, false, width, g.dim, rows, T(1), e, g.xl_ld,
+                            xq_all + i0 * g.dim, g.dim, T(1), dr + lo * g.dim, g.dim);
       }
     }
     for (std::int64_t r = 0; r < rows && dq_rows.base; ++r)
