@@ -96,8 +96,8 @@ void backward_head(const BackwardTensors& t, const FlashGeometry& g, std::int64_
   const std::int64_t out_cols = g.dim + (a.value_bins ? g.width : 0);
   const T* lse = t.lse.data<T>() + task * g.q_len;
   const bool xl = a.xl_r.defined();
-  const T* xq_all = xl ? a.xl_query.data<T>() + task * g.q_len * g.dim : nullptr;
-  T* dxq_all = gr.xl_query.defined() ? gr.xl_query.data<T>() + task * g.q_len * g.dim : nullptr;
+  const auto xq = cpu::head_rows<T>(a.xl_query, b, h),
+             dxq_rows = cpu::head_rows<T>(gr.xl_query, b, h);
   T* dr = t.r_partial.defined() ? t.r_partial.data<T>() + task * g.k_len * g.dim : nullptr;
   T* dclipped = gr.clipped.defined() ? gr.clipped.data<T>() + task * g.q_len * g.width : nullptr;
   double* dbias =
@@ -128,7 +128,7 @@ void backward_head(const BackwardTensors& t, const FlashGeometry& g, std::int64_
   for (std::int64_t i0 = 0; i0 < g.q_len; i0 += g.q_tile) {
     const std::int64_t rows = std::min(g.q_tile, g.q_len - i0);
     dq.assign(rows * g.dim, T(0));
-    dxq.assign(dxq_all || dr ? rows * g.dim : 0, T(0));
+    dxq.assign(dxq_rows.base || dr ? rows * g.dim : 0, T(0));
     const std::int64_t key_end = g.key_end(i0 + rows - 1);
     for (std::int64_t j0 = g.key_begin(i0); j0 < key_end; j0 += g.k_tile) {
       const FlashBlock blk{i0, rows, j0, std::min(g.k_tile, key_end - j0)};
@@ -163,7 +163,7 @@ void backward_head(const BackwardTensors& t, const FlashGeometry& g, std::int64_
         if (fire_base)
           cpu::fire_gradient_row(fire, g, h, i, j0, n, dsr, scratch.fire_pieces, fire_sums);
       }
-      if (xl && (dxq_all || dr)) {
+      if (xl && (dxq_rows.base || dr)) {
         // E (rows, xl_width): the block's dlogits placed at their distance columns.
         const std::int64_t lo = blk.xl_lo(g), width = blk.xl_width(g);
         T* e = scratch.xl.data();
@@ -179,12 +179,13 @@ void backward_head(const BackwardTensors& t, const FlashGeometry& g, std::int64_
                               g.dim, lo, T(1), dxq.data(), g.dim);
         if (dr)
           cpu::tile_gemm<T>(a.precision, true, false, width, g.dim, rows, T(1), e, g.xl_ld,
-                            xq_all + i0 * g.dim, g.dim, T(1), dr + lo * g.dim, g.dim);
+                            xq.row(i0), xq.stride, T(1), dr + lo * g.dim, g.dim);
       }
     }
     for (std::int64_t r = 0; r < rows && dq_rows.base; ++r)
       std::copy(dq.begin() + r * g.dim, dq.begin() + (r + 1) * g.dim, dq_rows.row(i0 + r));
-    if (dxq_all) std::copy(dxq.begin(), dxq.end(), dxq_all + i0 * g.dim);
+    for (std::int64_t r = 0; r < rows && dxq_rows.base; ++r)
+      std::copy(dxq.begin() + r * g.dim, dxq.begin() + (r + 1) * g.dim, dxq_rows.row(i0 + r));
   }
 }
 

@@ -177,11 +177,11 @@ void block_logits(const FlashAttentionArgs& a, const FlashGeometry& g, std::int6
   std::int64_t xl_width = 0;
   if (a.xl_r.defined()) {
     // G (rows, xl_width) = xl_query_tile · (W_r R)[xl_lo .. xl_lo + xl_width)ᵀ
-    const T* xq = a.xl_query.data<T>() + ((b * g.heads + h) * g.q_len + blk.i0) * g.dim;
+    const HeadRows<const T> xq = {head_rows<T>(a.xl_query, b, h).base, a.xl_query.strides()[2]};
     const T* r = a.xl_r.data<T>() + h * g.k_len * g.dim;  // (Lk, D) of head h
     xl_width = blk.xl_width(g);
-    position_gemm<T>(a.precision, false, true, blk.rows, xl_width, g.dim, xq, g.dim, r, g.k_len,
-                     g.dim, blk.xl_lo(g), T(0), xl_scratch, g.xl_ld);
+    position_gemm<T>(a.precision, false, true, blk.rows, xl_width, g.dim, xq.row(blk.i0), xq.stride,
+                     r, g.k_len, g.dim, blk.xl_lo(g), T(0), xl_scratch, g.xl_ld);
   }
   const T* bias = a.distance_bias.defined() ? a.distance_bias.data<T>() + h * g.n_dist : nullptr;
   const T* clipped =
