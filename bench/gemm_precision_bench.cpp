@@ -6,7 +6,8 @@
 //   - relpos bf16 (Precision::bf16: rounds the f32 operands to bf16, then oneDNN),
 //   - raw oneDNN bf16 (operands already bf16: the matmul primitive alone).
 // Paths run interleaved, repetition by repetition, and the fastest repetition of each
-// is reported (the slower ones measure the neighbours on a shared machine).
+// is reported (the slower ones measure the neighbours on a shared machine). --json prints
+// one JSON line instead of the markdown table (bench/gemm_mkl.py reads it).
 #include <cblas.h>
 
 #include <CLI/CLI.hpp>
@@ -14,9 +15,9 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <tuple>
-#include <unordered_map>
 #include <vector>
 
 #include "autograd/blas_kernel.h"
@@ -28,7 +29,7 @@
 #include "bench/timing.h"
 
 #if RELPOS_HAVE_ONEDNN
-#include <dnnl.hpp>
+#include "bench/onednn_matmul.h"
 #endif
 
 namespace {
@@ -83,32 +84,19 @@ void openblas(const GemmArgs& g) {
 class RawBf16 {
  public:
   RawBf16(const Gemm& g, const std::vector<float>& a, const std::vector<float>& b, float* c)
-      : a16_(a.size()), b16_(b.size()) {
-    using dnnl::memory;
-    std::transform(a.begin(), a.end(), a16_.begin(), relpos::cpu::to_bf16);
-    std::transform(b.begin(), b.end(), b16_.begin(), relpos::cpu::to_bf16);
-    const auto bf16 = memory::data_type::bf16;
-    const memory::desc ad = g.trans_a ? memory::desc({g.m, g.k}, bf16, {1, g.m})
-                                      : memory::desc({g.m, g.k}, bf16, {g.k, 1});
-    const memory::desc bd = g.trans_b ? memory::desc({g.k, g.n}, bf16, {1, g.k})
-                                      : memory::desc({g.k, g.n}, bf16, {g.n, 1});
-    const memory::desc cd({g.m, g.n}, memory::data_type::f32, {g.n, 1});
-    primitive_ = dnnl::matmul(dnnl::matmul::primitive_desc({ad, bd, cd}, engine_));
-    args_ = {{DNNL_ARG_SRC, memory(ad, engine_, a16_.data())},
-             {DNNL_ARG_WEIGHTS, memory(bd, engine_, b16_.data())},
-             {DNNL_ARG_DST, memory(cd, engine_, c)}};
-  }
-  void run() {
-    primitive_.execute(stream_, args_);
-    stream_.wait();
-  }
+      : a16_(a.size()),
+        b16_(b.size()),
+        matmul_(g.m, g.n, g.k, g.trans_a, g.trans_b, true, rounded(a, a16_), rounded(b, b16_), c) {}
+  void run() { matmul_.run(); }
 
  private:
-  dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
-  dnnl::stream stream_{engine_};
+  static const std::uint16_t* rounded(const std::vector<float>& x,
+                                      std::vector<std::uint16_t>& out) {
+    std::transform(x.begin(), x.end(), out.begin(), relpos::cpu::to_bf16);
+    return out.data();
+  }
   std::vector<std::uint16_t> a16_, b16_;
-  dnnl::matmul primitive_;
-  std::unordered_map<int, dnnl::memory> args_;
+  relpos::bench::OnednnMatmul matmul_;
 };
 #endif
 
@@ -120,6 +108,7 @@ int main(int argc, char** argv) {
   int repetitions = 5;
   double seconds = 0.2;
   std::int64_t tokens = 8192, d_model = 256, d_ff = 1024;
+  bool json = false;
   app.add_option("--reps", repetitions, "interleaved repetitions per shape (fastest reported)")
       ->check(CLI::PositiveNumber);
   app.add_option("--seconds", seconds, "target duration of one timed repetition")
@@ -128,6 +117,7 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--d-model", d_model, "model width")->check(CLI::PositiveNumber);
   app.add_option("--d-ff", d_ff, "MLP hidden width")->check(CLI::PositiveNumber);
+  app.add_flag("--json", json, "one JSON line instead of the markdown table");
   if (const auto code = relpos::bench::parse_arguments(app, argc, argv)) return *code;
 
   std::vector<Gemm> gemms;
@@ -140,14 +130,20 @@ int main(int argc, char** argv) {
     for (const Gemm& g : linear_gemms(name, tokens, in, out)) gemms.push_back(g);
 
   const bool bf16 = relpos::bf16_unavailable_reason().empty();
-  std::printf(
-      "The model's GEMMs (%lld tokens, d_model %lld, d_ff %lld), %d threads, best of %d, "
-      "GFLOP/s\n\n",
-      static_cast<long long>(tokens), static_cast<long long>(d_model), static_cast<long long>(d_ff),
-      relpos::num_threads(), repetitions);
-  if (!bf16) std::printf("(no bf16 columns: %s)\n\n", relpos::bf16_unavailable_reason().c_str());
-  std::printf("| GEMM | M×N×K | OpenBLAS f32 | oneDNN f32 | relpos bf16 | raw oneDNN bf16 |\n");
-  std::printf("|---|---|---:|---:|---:|---:|\n");
+  if (!json) {
+    std::printf(
+        "The model's GEMMs (%lld tokens, d_model %lld, d_ff %lld), %d threads, best of %d, "
+        "GFLOP/s\n\n",
+        static_cast<long long>(tokens), static_cast<long long>(d_model),
+        static_cast<long long>(d_ff), relpos::num_threads(), repetitions);
+    if (!bf16) std::printf("(no bf16 columns: %s)\n\n", relpos::bf16_unavailable_reason().c_str());
+    std::printf("| GEMM | M×N×K | OpenBLAS f32 | oneDNN f32 | relpos bf16 | raw oneDNN bf16 |\n");
+    std::printf("|---|---|---:|---:|---:|---:|\n");
+  }
+  // The JSON names of the paths, in the table's column order.
+  const std::vector<std::string> path_names{"openblas-f32", "onednn-f32", "relpos-bf16",
+                                            "onednn-bf16"};
+  nlohmann::json rows = nlohmann::json::array();
   relpos::Rng rng(1234);
   double total_flops = 0;
   std::vector<double> total_seconds(4, 0.0);
@@ -176,17 +172,36 @@ int main(int argc, char** argv) {
         best[i] = std::min(best[i], relpos::bench::seconds_per_call(paths[i], calls[i]));
     const double flops = 2.0 * double(g.m) * double(g.n) * double(g.k);
     total_flops += flops;
+    nlohmann::json rates = nlohmann::json::object();
+    for (std::size_t i = 0; i < paths.size(); ++i) {
+      total_seconds[i] += best[i];
+      rates[path_names[i]] = flops / best[i] * 1e-9;
+    }
+    rows.push_back({{"what", g.what},
+                    {"m", g.m},
+                    {"n", g.n},
+                    {"k", g.k},
+                    {"trans_a", g.trans_a},
+                    {"trans_b", g.trans_b},
+                    {"gflops", rates}});
+    if (json) continue;
     std::printf("| %s | %lld×%lld×%lld |", g.what.c_str(), static_cast<long long>(g.m),
                 static_cast<long long>(g.n), static_cast<long long>(g.k));
     for (std::size_t i = 0; i < 4; ++i) {
-      if (i < paths.size()) {
-        total_seconds[i] += best[i];
+      if (i < paths.size())
         std::printf(" %.1f |", flops / best[i] * 1e-9);
-      } else {
+      else
         std::printf(" – |");
-      }
     }
     std::printf("\n");
+  }
+  if (json) {
+    const nlohmann::json report{{"framework", "relpos"},
+                                {"threads", relpos::num_threads()},
+                                {"reps", repetitions},
+                                {"shapes", rows}};
+    std::printf("%s\n", report.dump().c_str());
+    return 0;
   }
   std::printf("| all 12 | |");
   for (double s : total_seconds) {

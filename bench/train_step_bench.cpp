@@ -237,7 +237,7 @@ nlohmann::json run_gemm(const Options& o, const std::string& kind) {
 int main(int argc, char** argv) {
   // The kernels `relpos train` runs (autograd/blas_kernel.h): without this, Debian's
   // OpenBLAS ran its SSE3 Prescott sgemm on the AMX Xeon.
-  use_best_blas_kernel(argv);
+  relpos::use_best_blas_kernel(argv);
   CLI::App app{"Training throughput of relpos's TransformerLM (JSON line on stdout)"};
   Options o;
   std::string gemm;

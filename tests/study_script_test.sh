@@ -40,8 +40,13 @@ set -e
 grep -q '^| none | ' docs/results/study/tiny/PARTIAL.md || fail "PARTIAL.md lacks the none row"
 [ ! -e docs/results/study/tiny/results.md ] || fail "a stopped part wrote results.md"
 
-"$source_dir/tools/study.sh" tiny "$relpos" > study.log 2>&1 ||
+RELPOS_STUDY_JOBS=2 "$source_dir/tools/study.sh" tiny "$relpos" > study.log 2>&1 ||
   { cat study.log >&2; fail "tools/study.sh tiny failed"; }
+# Two runs at once (RELPOS_STUDY_JOBS=2, the sweep says 1): a second run starts before the first ends.
+second=$(grep -E '^(start|resume|done) ' study.log | sed -n 2p)
+case $second in start* | resume*) ;; *) fail "RELPOS_STUDY_JOBS=2 ran one run at a time: $second" ;; esac
+grep -q 'relpos ablate configs/study/tiny.yaml --jobs 2' docs/results/study/tiny/RUN.md ||
+  fail "RUN.md does not name --jobs 2"
 for file in results.md results.csv differences.csv RUN.md; do
   [ -s "docs/results/study/tiny/$file" ] || fail "docs/results/study/tiny/$file was not written"
 done
@@ -53,8 +58,21 @@ if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then  # the kNN run's ga
   grep -q 'knn/seed-1 head 3' docs/results/study/tiny/knn_gates.svg || fail "knn_gates.svg lacks a run"
 fi
 [ ! -e docs/results/study/tiny/PARTIAL.md ] || fail "PARTIAL.md was left after the part finished"
-grep -q '^resume ' study.log || fail "the second call did not resume the stopped run"
+# The run the limit stopped continues from its checkpoint (or, stopped after its last step,
+# is only evaluated); runs trained in child processes (jobs > 1) report in their own logs.
+stopped=$(sed -n 's#^relpos: stopped by SIGTERM after step [0-9]* of [0-9]*: saved runs/study/shared/\([a-z]*/seed-[0-9]\)/.*#\1#p' stopped.log | head -n 1)
+[ -n "$stopped" ] || fail "the call at its time limit stopped no run with a checkpoint"
+grep -qsE "^(resume $stopped from step [1-9]|skip $stopped: finished)" study.log runs/study/shared/logs/*.log ||
+  fail "the second call did not continue the stopped run $stopped"
 [ ! -e runs/study/tiny ] || fail "runs/study/tiny was made: the part must use the sweep's out_dir"
+
+set +e
+message=$(RELPOS_STUDY_JOBS=many "$source_dir/tools/study.sh" tiny "$relpos" 2>&1)
+status=$?
+set -e
+[ "$status" -eq 2 ] || fail "RELPOS_STUDY_JOBS=many exited $status, expected 2"
+[ "$(printf '%s\n' "$message" | wc -l)" -eq 1 ] || fail "RELPOS_STUDY_JOBS=many printed more than one line"
+case $message in *"RELPOS_STUDY_JOBS='many'"*) ;; *) fail "unexpected message: $message" ;; esac
 
 set +e
 message=$("$source_dir/tools/study.sh" no-such-part "$relpos" 2>&1)

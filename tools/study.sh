@@ -10,7 +10,8 @@
 # docs/results/study/PART, with the command, the machine and the wall time in RUN.md,
 # ready to be committed. A call stops after RELPOS_STUDY_SECONDS (default 2400: parts of
 # at most 40 minutes), leaving the finished runs' figures in PARTIAL.md and exit code 3;
-# the same command continues.
+# the same command continues. RELPOS_STUDY_JOBS=N trains N runs at once (`relpos ablate
+# --jobs N`; default: the sweep's jobs, 2), e.g. 16 on a 16-core machine.
 set -euo pipefail
 if [ $# -lt 1 ] || [ $# -gt 2 ]; then
   echo "usage: tools/study.sh PART [RELPOS]" >&2
@@ -21,13 +22,25 @@ relpos=${2:-build/train/relpos}
 sweep=configs/study/$part.yaml
 # configs/study/*_model.yaml are the parts' config overlays, not parts.
 if [[ ! $part =~ ^[a-z0-9_-]+$ ]] || [[ $part == *_model ]] || [ ! -f "$sweep" ]; then
-  parts=$(cd configs/study && ls -- *.yaml | grep -v '_model\.yaml$' | sed 's/\.yaml$//' | paste -sd ' ')
-  echo "tools/study.sh: no part '$part' (expected one of: $parts)" >&2
+  names=()
+  for file in configs/study/*.yaml; do
+    name=$(basename "$file" .yaml)
+    [[ $name == *_model ]] || names+=("$name")
+  done
+  echo "tools/study.sh: no part '$part' (expected one of: ${names[*]})" >&2
   exit 2
 fi
 if [ ! -x "$relpos" ]; then
   echo "tools/study.sh: '$relpos' is not an executable (build it: cmake --build build --target relpos_cli)" >&2
   exit 2
+fi
+jobs=()
+if [ -n "${RELPOS_STUDY_JOBS:-}" ]; then
+  if [[ ! $RELPOS_STUDY_JOBS =~ ^[1-9][0-9]{0,3}$ ]]; then
+    echo "tools/study.sh: RELPOS_STUDY_JOBS='$RELPOS_STUDY_JOBS' is not a number of runs from 1 to 1024" >&2
+    exit 2
+  fi
+  jobs=(--jobs "$RELPOS_STUDY_JOBS")
 fi
 # The sweep's own out_dir: parts that share one (text-1, text, settings, tuning) report there.
 out=$(sed -n 's/^out_dir: *\([^ #]*\).*/\1/p' "$sweep")
@@ -39,7 +52,7 @@ start=$(date +%s)
 limit=${RELPOS_STUDY_SECONDS:-2400}
 mkdir -p "$dest"
 set +e
-timeout --signal=TERM --kill-after=300 "$limit" "$relpos" ablate "$sweep"
+timeout --signal=TERM --kill-after=300 "$limit" "$relpos" ablate "$sweep" "${jobs[@]}"
 status=$?
 set -e
 seconds=$(($(date +%s) - start))
@@ -72,7 +85,7 @@ cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -n 1)
 {
   echo "# Study part $part"
   echo
-  echo "Command: \`tools/study.sh $part\` (\`relpos ablate $sweep\`), from the repository root."
+  echo "Command: \`${RELPOS_STUDY_JOBS:+RELPOS_STUDY_JOBS=$RELPOS_STUDY_JOBS }tools/study.sh $part\` (\`relpos ablate $sweep${jobs[*]:+ ${jobs[*]}}\`), from the repository root."
   echo "Finished $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) cores of $cpu; this call took"
   echo "$seconds s of wall time (runs that an earlier call finished are not counted again)."
   echo "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)."

@@ -62,6 +62,14 @@ void gemm_typed(const GemmArgs& g) {
 // (unbatched) products; batches of small products (attention's per-head products off the
 // flash path) were not measured and stay with OpenBLAS's per-entry parallel loop above.
 // f64 (the gradchecks) always uses OpenBLAS.
+// oneMKL (PyPI's mkl-devel 2025.3: cblas_sgemm, and cblas_gemm_bf16bf16f32 on its AMX
+// kernels) was measured on the same 12 GEMMs, interleaved with oneDNN's primitive in one
+// process, 2 threads of the AMX Xeon, two runs (bench/gemm_mkl.py;
+// bench/results/gemm-mkl.md): over the 12, MKL sgemm ran 0.95x and 0.98x oneDNN f32, and
+// MKL bf16 0.78x and 0.72x the raw oneDNN bf16 primitive (1.04x and 1.06x with the weight
+// packed in MKL's layout, on the 8 products that have a weight). Nowhere near the 1.3x that
+// would pay for a second GEMM library, so no product goes to MKL; bench_gemm_mkl stays as
+// the probe to run again on another CPU.
 bool f32_through_onednn(const GemmArgs& args) { return cpu::onednn_built() && args.batch == 1; }
 
 }  // namespace
