@@ -102,10 +102,10 @@ struct RelativeSoftmaxGrads {
 //   out[b, h, i, :D] = Σ_j p_ij v_j, and with value_bins also
 //   out[b, h, i, D + c] = Σ_{j : clip(j - qpos(i)) + k = c} p_ij            (Shaw values).
 struct FlashAttentionArgs {
-  Tensor q, k, v;        // (B, H, Lq|Lk, D)
+  Tensor q, k, v;        // (B, H, Lq|Lk, D), rows contiguous (strided like the inputs)
   Tensor distance_bias;  // optional (H, Lq+Lk-1)
   Tensor clipped;        // optional (B, H, Lq, 2k+1)
-  Tensor xl_query;       // optional (B, H, Lq, D), with xl_r (H, Lk, D)
+  Tensor xl_query;       // optional (B, H, Lq, D) like q, with xl_r (H, Lk, D) contiguous
   Tensor xl_r;
   FireTerms fire;           // optional FIRE MLP (autograd/fire_terms.h), evaluated per tile
   std::int64_t clip = 0;    // Shaw's k, for clipped and value_bins
@@ -115,12 +115,13 @@ struct FlashAttentionArgs {
   bool causal = false;
   AttentionChunk chunk;                       // chunk band and window; size and window 0: none
   std::int64_t query_tile = 0, key_tile = 0;  // 0: the backend's defaults (tests set small ones)
-  // bf16: f32 inputs take q·kᵀ, p·v and the backward's products of those in bf16 with f32
-  // sums; the position terms and the softmax stay f32. f64 inputs ignore it.
+  // bf16: f32 inputs take q·kᵀ, p·v, XL's (q + v)·(W_r R)ᵀ and the backward's products of
+  // those in bf16 with f32 sums; the other position terms and the softmax stay f32. f64
+  // inputs ignore it.
   Precision precision = Precision::fp32;
 };
 
-// Undefined members are not wanted. q, k, v may be strided like the inputs.
+// Undefined members are not wanted. q, k, v and xl_query may be strided like the inputs.
 struct FlashAttentionGrads {
   Tensor q, k, v, distance_bias, clipped, xl_query, xl_r;
   FireTerms fire;

@@ -128,9 +128,9 @@ nlohmann::json run_training(const Options& o) {
   model.set_training(true);
   const double lr = run.config.optim.lr, clip = run.config.optim.grad_clip;
 
-  std::vector<double> step_seconds, losses;
+  std::vector<double> step_seconds, step_cpu_seconds, losses;
   for (int step = 0; step < o.warmup + o.steps; ++step) {
-    const double start = bench::now_seconds();
+    const double start = bench::now_seconds(), cpu_start = bench::process_cpu_seconds();
     optimizer.zero_grad();
     const Batch b = run.data->next_train();
     const PrecisionScope precision(run.precision);  // train.precision, as relpos train runs it
@@ -140,12 +140,16 @@ nlohmann::json run_training(const Options& o) {
     backward(loss);
     clip_grad_norm(optimizer.parameters(), clip);
     optimizer.step(lr);
-    if (step >= o.warmup) step_seconds.push_back(bench::now_seconds() - start);
+    if (step >= o.warmup) {
+      step_seconds.push_back(bench::now_seconds() - start);
+      step_cpu_seconds.push_back(bench::process_cpu_seconds() - cpu_start);
+    }
   }
   const double median_step = bench::median(step_seconds);
   const double tokens_per_s = static_cast<double>(batch * o.len) / median_step;
   const double flops_per_token = model_flops_per_token(model, o.len);
   return {{"framework", "relpos"},
+          {"blas_kernel", blas_kernel_name()},
           {"scheme", o.scheme},
           {"attention", attention_name(run.config.model.attention_path)},
           {"len", o.len},
@@ -157,6 +161,9 @@ nlohmann::json run_training(const Options& o) {
           {"model_parameters", count_without_position(model)},
           {"flops_per_token", flops_per_token},
           {"median_step_s", median_step},
+          // Process CPU seconds of a step (all threads): with one thread, the step's time
+          // without the waits for a core on a shared machine.
+          {"median_step_cpu_s", bench::median(step_cpu_seconds)},
           {"tokens_per_s", tokens_per_s},
           {"model_gflops", flops_per_token * tokens_per_s / 1e9},
           {"settings", o.settings},
@@ -217,6 +224,7 @@ nlohmann::json run_gemm(const Options& o, const std::string& kind) {
   }
   return {{"framework", kind == "sgemm" ? "sgemm" : "relpos-gemm"},
           {"kind", kind},
+          {"blas_kernel", blas_kernel_name()},
           {"threads", num_threads()},
           {"reps", o.gemm_reps},
           {"shapes", rows},
@@ -227,7 +235,9 @@ nlohmann::json run_gemm(const Options& o, const std::string& kind) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  relpos::use_best_blas_kernel(argv);  // as relpos train does: the same OpenBLAS kernels
+  // The kernels `relpos train` runs (autograd/blas_kernel.h): without this, Debian's
+  // OpenBLAS ran its SSE3 Prescott sgemm on the AMX Xeon.
+  relpos::use_best_blas_kernel(argv);
   CLI::App app{"Training throughput of relpos's TransformerLM (JSON line on stdout)"};
   Options o;
   std::string gemm;

@@ -32,6 +32,15 @@ Tensor like(const Tensor& term, const Tensor& q) {
 // (H, D) -> (1, H, 1, D) so it broadcasts against q.
 Tensor head_bias(const Tensor& b) { return reshape(b, {1, b.size(0), 1, b.size(1)}); }
 
+// q + b for a per-head bias b (H, D), stored as (B, L, H, D) like the projections' rows
+// that q views: the flash kernel reads it and writes its gradient in that layout, so
+// neither the gradient's way back to the projection nor b's gradient (a sum over the
+// leading (B, L) axes) needs a copy into another layout.
+Tensor plus_head_bias(const Tensor& q, const Tensor& b) {
+  const Tensor rows = permute(q, {0, 2, 1, 3});  // (B, L, H, D)
+  return permute(add(rows, reshape(b, {1, 1, b.size(0), b.size(1)})), {0, 2, 1, 3});
+}
+
 // The flash path: every term goes into the tiled kernel; Shaw's value term is the
 // kernel's bins times A.
 Tensor flash_path(const Tensor& q, const Tensor& k, const Tensor& v, const PositionTerms& terms,
@@ -51,8 +60,8 @@ Tensor flash_path(const Tensor& q, const Tensor& k, const Tensor& v, const Posit
   ft.value_bins = terms.shaw_values.defined();
   Tensor content_q = q;
   if (terms.xl_r.defined()) {
-    content_q = add(q, head_bias(terms.xl_u));
-    ft.xl_query = add(q, head_bias(terms.xl_v));
+    content_q = plus_head_bias(q, terms.xl_u);
+    ft.xl_query = plus_head_bias(q, terms.xl_v);
     ft.xl_r = terms.xl_r;
   }
   Tensor out = flash_attention(content_q, k, v, ft);  // (B, H, Lq, D [+ 2k+1])

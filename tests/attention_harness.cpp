@@ -89,8 +89,14 @@ std::vector<std::string> result_names(const SchemeUnderTest& s) {
 // dependence on c nearly cancels, so even the f64 composed reference is good to only about
 // 1e-10 there. tests/test_fire.cpp checks every FIRE gradient at 1e-12 against the composed
 // ops in f64 at L <= 50, and by an fp64 gradcheck.
-double conditioning(const SchemeUnderTest& s, std::size_t result) {
-  return s.config.scheme == "fire" && result > 3 ? 200.0 : 1.0;
+// Transformer-XL's u and v gradients under bf16 products: v's sums d(q + v) = E·(W_r R)
+// over every row, and each row of E (the dLogits) sums to zero, so where many distances
+// read the same row of W_r R (clamp_len = 3) the exact sum cancels while E's bf16 rounding
+// does not. Measured (Lq = Lk = 150): 1.5e-2 with XL's products in f32, 3.4e-2 in bf16.
+double conditioning(const SchemeUnderTest& s, std::size_t result, Precision precision) {
+  if (s.config.scheme == "fire" && result > 3) return 200.0;
+  if (s.config.scheme == "xl" && result > 3 && precision == Precision::bf16) return 2.0;
+  return 1.0;
 }
 
 }  // namespace
@@ -130,7 +136,8 @@ std::size_t check_against_composed(const AttentionSweep& sweep) {
             const double difference = largest_difference(got[i], reference[i]);
             const double error =
                 zero || difference == 0 ? difference : relative_error(got[i], reference[i]);
-            CHECK(error <= (i <= 3 ? p.tolerance : p.table_tolerance) * conditioning(s, i));
+            CHECK(error <=
+                  (i <= 3 ? p.tolerance : p.table_tolerance) * conditioning(s, i, p.precision));
             if (i == 0 && p.output_error_above > 0) CHECK(error > p.output_error_above);
           }
           ++comparisons;

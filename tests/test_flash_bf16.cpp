@@ -12,8 +12,11 @@
 // (built from both p and dp) through the scheme's own f32 ops. Four such steps give
 // 4 · 2u = 8u ≈ 3.1e-2 of the reference's largest entry, the bound for every tensor.
 // Measured: output 1.2e-2, q/k/v gradients 1.1e-2, table gradients 2.3e-2 (the T5 table,
-// causal, Lq=70, Lk=181); the fp32 kernel is within 5.1e-6 on the same cases.
+// causal, Lq=70, Lk=181); the fp32 kernel is within 5.1e-6 on the same cases. XL's
+// position products are bf16 too: its output 9.0e-3 (3.7e-3 with them in f32); its v
+// gradient has a conditioning factor (tests/attention_harness.cpp).
 #include <algorithm>
+#include <bit>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <string>
@@ -88,6 +91,71 @@ TEST_CASE("bf16 products on vdpbf16ps equal the software rounding to f32 summati
             worst = std::max(worst, static_cast<double>(std::abs(native[e] - software[e])));
           }
         CHECK(worst <= 1e-5);
+      }
+    }
+  }
+}
+
+TEST_CASE("bf16 products against a window of a larger operand equal the plain products",
+          "[attention][flash][bf16]") {
+  // Transformer-XL's position products read each block's window of W_r R from one packing
+  // of the whole per call (cpu::bf16_gemm_rows_window). A window of columns (trans_b)
+  // reads the words a packing of the window alone would hold: the same bits. A window of
+  // rows that starts at an odd row pairs the sums differently (a zero column before A's
+  // first): the same exact products, summed in another order.
+  if (!cpu::has_avx512_bf16()) {
+    WARN("SKIPPED: this CPU lacks AVX512-BF16, so there is no vdpbf16ps path to compare");
+    return;
+  }
+  Rng rng(85);
+  const std::int64_t whole_rows = 41, m = 13, window = 23, other = 19;  // other: k or n, odd
+  for (bool trans_a : {false, true}) {
+    for (bool trans_b : {false, true}) {
+      for (std::int64_t first : {0, 1, 2, 7, 18}) {
+        for (float beta : {0.0f, 1.0f}) {
+          INFO("trans_a=" << trans_a << " trans_b=" << trans_b << " first=" << first
+                          << " beta=" << beta);
+          // trans_b: B (n, k) = rows [first, first + n) of whole (whole_rows, k);
+          // otherwise B (k, n) = rows [first, first + k) of whole (whole_rows, n).
+          const std::int64_t n = trans_b ? window : other, k = trans_b ? other : window;
+          const std::int64_t a_rows = trans_a ? k : m, a_cols = trans_a ? m : k;
+          const std::int64_t whole_cols = trans_b ? k : n, ldb = whole_cols + 3;
+          const auto a = random_matrix(a_rows, a_cols, rng);
+          const auto whole = random_matrix(whole_rows, whole_cols, rng);
+          const auto c0 = random_matrix(m, n, rng);
+          auto windowed = c0, plain = c0, software = c0;
+          cpu::bf16_begin_kernel_call();  // a new whole: forget packings at its address
+          cpu::bf16_gemm_rows_window(trans_a, trans_b, m, n, k, 0.5f, a.data(), a_cols + 3,
+                                     whole.data(), ldb, whole_rows, first, beta, windowed.data(),
+                                     n + 3);
+          cpu::bf16_begin_kernel_call();  // the plain product packs the window by itself
+          cpu::bf16_gemm_rows(trans_a, trans_b, m, n, k, 0.5f, a.data(), a_cols + 3,
+                              whole.data() + first * ldb, ldb, beta, plain.data(), n + 3);
+          {
+            cpu::Bf16InstructionsSwitchedOff off;
+            cpu::bf16_gemm_rows_window(trans_a, trans_b, m, n, k, 0.5f, a.data(), a_cols + 3,
+                                       whole.data(), ldb, whole_rows, first, beta, software.data(),
+                                       n + 3);
+          }
+          const bool same_pairs = trans_b || first % 2 == 0;
+          double worst_plain = 0, worst_software = 0;
+          for (std::int64_t i = 0; i < m; ++i)
+            for (std::int64_t j = 0; j < n + 3; ++j) {
+              const std::size_t e = static_cast<std::size_t>(i * (n + 3) + j);
+              if (j >= n) {
+                REQUIRE(windowed[e] == c0[e]);  // the padding columns stay untouched
+                continue;
+              }
+              if (same_pairs)
+                REQUIRE(std::bit_cast<std::uint32_t>(windowed[e]) ==
+                        std::bit_cast<std::uint32_t>(plain[e]));
+              worst_plain = std::max(worst_plain, double(std::abs(windowed[e] - plain[e])));
+              worst_software =
+                  std::max(worst_software, double(std::abs(windowed[e] - software[e])));
+            }
+          CHECK(worst_plain <= 1e-5);
+          CHECK(worst_software <= 1e-5);
+        }
       }
     }
   }

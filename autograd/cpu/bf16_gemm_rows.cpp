@@ -63,38 +63,61 @@ __mmask16 lanes_below(std::int64_t first, std::int64_t end) {
   return static_cast<__mmask16>((1u << n) - 1u);
 }
 
-// Rows [0, rows) of (rows, cols) f32 → words dst[r * ld + kk], kk < (cols + 1) / 2.
+// Lanes l with lead <= first + l < end: a vector's lanes that hold columns of a row that
+// starts with `lead` zero columns, of `end` in all.
+__mmask16 lanes_after_lead(std::int64_t first, std::int64_t lead, std::int64_t end) {
+  return static_cast<__mmask16>(lanes_below(first, end) & ~lanes_below(first, lead));
+}
+
+// Columns [first, first + 16) of `row` preceded by `lead` (0 or 1) zero columns, of
+// width = lead + (the row's columns) in all; lanes beyond width are 0.
+RELPOS_BF16_TARGET __m512 load_after_lead(const float* row, std::int64_t first, std::int64_t lead,
+                                          std::int64_t width) {
+  const __mmask16 mask = lanes_after_lead(first, lead, width);
+  if (first >= lead) return _mm512_maskz_loadu_ps(mask, row + (first - lead));
+  return _mm512_maskz_expandloadu_ps(mask, row);  // row[0] goes to lane `lead`
+}
+
+// Rows [0, rows) of (rows, cols) f32, each after `lead` (0 or 1) zero columns → words
+// dst[r * ld + kk], kk < (lead + cols + 1) / 2.
 RELPOS_BF16_TARGET void pack_pairs_along_rows(const float* src, std::int64_t src_ld,
-                                              std::int64_t rows, std::int64_t cols, Word* dst,
-                                              std::int64_t ld) {
-  const std::int64_t pairs = (cols + 1) / 2;
+                                              std::int64_t rows, std::int64_t cols,
+                                              std::int64_t lead, Word* dst, std::int64_t ld) {
+  const std::int64_t width = lead + cols, pairs = (width + 1) / 2;
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* row = src + r * src_ld;
-    for (std::int64_t c = 0; c < cols; c += 32) {
-      const __m512 lo = _mm512_maskz_loadu_ps(lanes_below(c, cols), row + c);
-      const __m512 hi = _mm512_maskz_loadu_ps(lanes_below(c + 16, cols), row + c + 16);
+    for (std::int64_t c = 0; c < width; c += 32) {
+      const __m512 lo = load_after_lead(row, c, lead, width);
+      const __m512 hi = load_after_lead(row, c + 16, lead, width);
       const __m512i words = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
       _mm512_mask_storeu_epi32(dst + r * ld + c / 2, lanes_below(c / 2, pairs), words);
     }
   }
 }
 
-// (rows, cols) f32 → words dst[rr * ld + c] = (src(2rr, c), src(2rr+1, c)) for
-// rr < (rows + 1) / 2 and c < ld = round_up16(cols), zero beyond cols.
+// (rows, cols) f32 after `lead` (0 or 1) zero rows → words dst[rr * ld + c] =
+// (row 2rr, row 2rr+1 at column c) for rr < (lead + rows + 1) / 2 and c < ld =
+// round_up16(cols), zero beyond cols and beyond the rows.
 RELPOS_BF16_TARGET void pack_pairs_of_rows(const float* src, std::int64_t src_ld, std::int64_t rows,
-                                           std::int64_t cols, Word* dst, std::int64_t ld) {
-  for (std::int64_t rr = 0; 2 * rr < rows; ++rr) {
-    const float* even = src + 2 * rr * src_ld;
-    const float* odd = 2 * rr + 1 < rows ? even + src_ld : nullptr;
+                                           std::int64_t cols, std::int64_t lead, Word* dst,
+                                           std::int64_t ld) {
+  const std::int64_t height = lead + rows;
+  const auto row_at = [&](std::int64_t v) -> const float* {
+    return v >= lead && v < height ? src + (v - lead) * src_ld : nullptr;
+  };
+  for (std::int64_t rr = 0; 2 * rr < height; ++rr) {
+    const float* even = row_at(2 * rr);
+    const float* odd = row_at(2 * rr + 1);
     for (std::int64_t c = 0; c < ld; c += 16) {
       const __mmask16 mask = lanes_below(c, cols);
-      const __m512i lo =
-          _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(mask, even + c)));
-      __m512i words = lo;
+      __m512i words = _mm512_setzero_si512();
+      if (even)
+        words = _mm512_cvtepu16_epi32(
+            (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(mask, even + c)));
       if (odd) {
         const __m512i hi = _mm512_cvtepu16_epi32(
             (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(mask, odd + c)));
-        words = _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
+        words = _mm512_or_si512(words, _mm512_slli_epi32(hi, 16));
       }
       _mm512_storeu_si512(dst + rr * ld + c, words);
     }
@@ -216,65 +239,101 @@ void packed_product(std::int64_t m, std::int64_t n, std::int64_t pairs, const Wo
 }
 
 // The packed B operands of the current kernel call on this thread, by address: a key
-// block's k and v serve every query tile, a query tile's q and dO every key block.
+// block's k and v serve every query tile, a query tile's q and dO every key block, and
+// Transformer-XL's W_r R of a head every block of the task.
 std::atomic<std::uint64_t> g_kernel_call{0};
 
 struct PackedB {
   const float* src = nullptr;
   std::int64_t src_ld = 0, n = 0, k = 0, ld = 0;
   bool trans = false;
-  std::uint64_t call = 0;
-  std::vector<Word> words;
+  std::uint64_t call = 0, last_use = 0;
+  std::vector<Word> words;  // (k + 1) / 2 rows of ld words, then 16 zero words
 };
 
-// B packed for (trans_b, n, k) from b: a cached entry of this call, or a fresh packing.
-// A transposed packing of more columns serves fewer (lanes are independent); any other
-// packing must match exactly, so a cached result has the bits of a fresh one.
+// B packed for (trans_b, n, k) from b: a cached entry of this call, or a fresh packing
+// into the least recently used entry. A transposed packing of more columns serves fewer
+// (lanes are independent); any other packing must match exactly, so a cached result has
+// the bits of a fresh one.
 const PackedB& packed_b_operand(bool trans_b, std::int64_t n, std::int64_t k, const float* b,
                                 std::int64_t ldb) {
-  constexpr std::size_t kEntries = 12;
+  constexpr std::size_t kEntries = 16;
   thread_local std::array<PackedB, kEntries> cache;
-  thread_local std::size_t next = 0;
+  thread_local std::uint64_t uses = 0;
   const std::uint64_t call = g_kernel_call.load(std::memory_order_relaxed);
   PackedB* slot = nullptr;
   for (PackedB& e : cache) {
     if (e.call != call || e.src != b || e.src_ld != ldb || e.k != k || e.trans != trans_b) continue;
-    if (e.n == n || (trans_b && e.n > n)) return e;
+    if (e.n == n || (trans_b && e.n > n)) {
+      e.last_use = ++uses;
+      return e;
+    }
     slot = &e;  // the same operand, now needed wider: repack it in place
     break;
   }
-  if (!slot) {
-    slot = &cache[next];
-    next = (next + 1) % kEntries;
-  }
+  if (!slot)
+    slot = &*std::min_element(cache.begin(), cache.end(), [](const PackedB& x, const PackedB& y) {
+      return x.last_use < y.last_use;
+    });
   const std::int64_t pairs = (k + 1) / 2;
-  *slot = {b, ldb, n, k, round_up16(n), trans_b, call, std::move(slot->words)};
-  slot->words.resize(static_cast<std::size_t>(pairs * slot->ld));
+  *slot = {b, ldb, n, k, round_up16(n), trans_b, call, ++uses, std::move(slot->words)};
+  // The 16 words after the last row let a window of columns that starts anywhere load
+  // whole vectors (their extra lanes are masked when C is stored).
+  slot->words.assign(static_cast<std::size_t>(pairs * slot->ld + 16), Word{0});
   if (trans_b)  // B is (n, k)
     pack_pairs_transposed(b, ldb, n, k, slot->words.data(), slot->ld);
   else
-    pack_pairs_of_rows(b, ldb, k, n, slot->words.data(), slot->ld);
+    pack_pairs_of_rows(b, ldb, k, n, 0, slot->words.data(), slot->ld);
   return *slot;
 }
 
-void native_gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
-                 float alpha, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
-                 float beta, float* c, std::int64_t ldc) {
+// C (m, n) from A (f32, with `lead` zero columns of op(A) before its k) and B packed
+// (pairs of its k, from the pair that meets A's first, row stride ldb words).
+void product_with_packed_b(bool trans_a, std::int64_t m, std::int64_t n, std::int64_t k,
+                           std::int64_t lead, float alpha, const float* a, std::int64_t lda,
+                           const Word* b, std::int64_t ldb, float beta, float* c,
+                           std::int64_t ldc) {
   thread_local std::vector<Word> packed_a;
-  const std::int64_t pairs = (k + 1) / 2;
+  const std::int64_t pairs = (lead + k + 1) / 2;
   std::int64_t a_m = pairs, a_k = 1;
   if (trans_a) {  // A is (k, m): pairs of its rows, read at [kk][m]
     a_m = 1;
     a_k = round_up16(m);
     packed_a.resize(static_cast<std::size_t>(pairs * a_k));
-    pack_pairs_of_rows(a, lda, k, m, packed_a.data(), a_k);
+    pack_pairs_of_rows(a, lda, k, m, lead, packed_a.data(), a_k);
   } else {
     packed_a.resize(static_cast<std::size_t>(m * pairs));
-    pack_pairs_along_rows(a, lda, m, k, packed_a.data(), pairs);
+    pack_pairs_along_rows(a, lda, m, k, lead, packed_a.data(), pairs);
   }
+  packed_product(m, n, pairs, packed_a.data(), a_m, a_k, b, ldb, c, ldc, alpha, beta != 0.0f);
+}
+
+void native_gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                 float alpha, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
+                 float beta, float* c, std::int64_t ldc) {
   const PackedB& packed_b = packed_b_operand(trans_b, n, k, b, ldb);
-  packed_product(m, n, pairs, packed_a.data(), a_m, a_k, packed_b.words.data(), packed_b.ld, c, ldc,
-                 alpha, beta != 0.0f);
+  product_with_packed_b(trans_a, m, n, k, 0, alpha, a, lda, packed_b.words.data(), packed_b.ld,
+                        beta, c, ldc);
+}
+
+// bf16_gemm_rows_window on vdpbf16ps: `whole` is packed once per call; a window of its
+// columns (trans_b) starts at word `first` of each packed row, a window of its rows at
+// the pair that holds row `first`, after one zero column of A when `first` is odd.
+void native_gemm_window(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                        float alpha, const float* a, std::int64_t lda, const float* whole,
+                        std::int64_t ldb, std::int64_t whole_rows, std::int64_t first, float beta,
+                        float* c, std::int64_t ldc) {
+  if (trans_b) {
+    const PackedB& packed = packed_b_operand(true, whole_rows, k, whole, ldb);
+    product_with_packed_b(trans_a, m, n, k, 0, alpha, a, lda, packed.words.data() + first,
+                          packed.ld, beta, c, ldc);
+    return;
+  }
+  const PackedB& packed = packed_b_operand(false, n, whole_rows, whole, ldb);
+  const std::int64_t lead = first % 2;
+  product_with_packed_b(trans_a, m, n, k, lead, alpha, a, lda,
+                        packed.words.data() + (first - lead) / 2 * packed.ld, packed.ld, beta, c,
+                        ldc);
 }
 
 // x rounded to the nearest bfloat16 (ties to even), kept as a float.
@@ -321,6 +380,18 @@ void bf16_gemm_rows(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, 
     native_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   else
     software_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+void bf16_gemm_rows_window(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n,
+                           std::int64_t k, float alpha, const float* a, std::int64_t lda,
+                           const float* whole, std::int64_t ldb, std::int64_t whole_rows,
+                           std::int64_t first, float beta, float* c, std::int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (bf16_products_native())
+    native_gemm_window(trans_a, trans_b, m, n, k, alpha, a, lda, whole, ldb, whole_rows, first,
+                       beta, c, ldc);
+  else
+    software_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, whole + first * ldb, ldb, beta, c, ldc);
 }
 
 Bf16InstructionsSwitchedOff::Bf16InstructionsSwitchedOff()

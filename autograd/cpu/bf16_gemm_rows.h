@@ -1,7 +1,7 @@
 #pragma once
-// The tiled attention's content products (q·kᵀ, p·v and the backward's four) in
-// bf16: operands rounded to bfloat16 (to nearest even), products summed in f32.
-// How the tiles are packed for vdpbf16ps is private to bf16_gemm_rows.cpp.
+// The tiled attention's products (q·kᵀ, p·v and the backward's four) and Transformer-XL's
+// position products in bf16: operands rounded to bfloat16 (to nearest even), products summed in
+// f32. How the tiles are packed for vdpbf16ps is private to bf16_gemm_rows.cpp.
 #include <cstdint>
 
 namespace relpos::cpu {
@@ -19,6 +19,17 @@ void bf16_begin_kernel_call();
 void bf16_gemm_rows(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
                     float alpha, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
                     float beta, float* c, std::int64_t ldc);
+
+// bf16_gemm_rows with B a window of a larger operand that stays the same through the
+// kernel call (Transformer-XL's W_r R of one head, which every block reads at its own
+// window of distances): op(B) is rows [first, first + n) of `whole` when trans_b (B is
+// (n, k)), rows [first, first + k) otherwise (B is (k, n)); `whole` has whole_rows rows
+// of stride ldb. `whole` is packed once per kernel call and thread, not once per window;
+// the rows next to a window may be read and multiplied by zero, so they must be finite.
+void bf16_gemm_rows_window(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n,
+                           std::int64_t k, float alpha, const float* a, std::int64_t lda,
+                           const float* whole, std::int64_t ldb, std::int64_t whole_rows,
+                           std::int64_t first, float beta, float* c, std::int64_t ldc);
 
 // Whether bf16_gemm_rows runs on vdpbf16ps: the CPU has AVX512-BF16 and no
 // Bf16InstructionsSwitchedOff is alive.

@@ -96,8 +96,8 @@ void backward_head(const BackwardTensors& t, const FlashGeometry& g, std::int64_
   const std::int64_t out_cols = g.dim + (a.value_bins ? g.width : 0);
   const T* lse = t.lse.data<T>() + task * g.q_len;
   const bool xl = a.xl_r.defined();
-  const T* xq_all = xl ? a.xl_query.data<T>() + task * g.q_len * g.dim : nullptr;
-  T* dxq_all = gr.xl_query.defined() ? gr.xl_query.data<T>() + task * g.q_len * g.dim : nullptr;
+  const auto xq = cpu::head_rows<T>(a.xl_query, b, h),
+             dxq_rows = cpu::head_rows<T>(gr.xl_query, b, h);
   T* dr = t.r_partial.defined() ? t.r_partial.data<T>() + task * g.k_len * g.dim : nullptr;
   T* dclipped = gr.clipped.defined() ? gr.clipped.data<T>() + task * g.q_len * g.width : nullptr;
   double* dbias =
@@ -128,7 +128,7 @@ void backward_head(const BackwardTensors& t, const FlashGeometry& g, std::int64_
   for (std::int64_t i0 = 0; i0 < g.q_len; i0 += g.q_tile) {
     const std::int64_t rows = std::min(g.q_tile, g.q_len - i0);
     dq.assign(rows * g.dim, T(0));
-    dxq.assign(dxq_all || dr ? rows * g.dim : 0, T(0));
+    dxq.assign(dxq_rows.base || dr ? rows * g.dim : 0, T(0));
     const std::int64_t key_end = g.key_end(i0 + rows - 1);
     for (std::int64_t j0 = g.key_begin(i0); j0 < key_end; j0 += g.k_tile) {
       const FlashBlock blk{i0, rows, j0, std::min(g.k_tile, key_end - j0)};
@@ -136,22 +136,22 @@ void backward_head(const BackwardTensors& t, const FlashGeometry& g, std::int64_
       T* ds = scratch.grad.data();
       cpu::block_logits<T>(a, g, b, h, blk, p, scratch, fire.defined() ? &fire : nullptr);
       // dp = grad_out_tile · v_tileᵀ (the first D columns of grad_out)
-      cpu::content_gemm<T>(a.precision, false, true, rows, blk.cols, g.dim, T(1), go.row(i0),
-                           go.stride, v.row(j0), v.stride, T(0), ds, g.k_tile);
+      cpu::tile_gemm<T>(a.precision, false, true, rows, blk.cols, g.dim, T(1), go.row(i0),
+                        go.stride, v.row(j0), v.stride, T(0), ds, g.k_tile);
       for (std::int64_t r = 0; r < rows; ++r) {
         const T* grad_bins = a.value_bins ? go.row(i0 + r) + g.dim : nullptr;
         logits_gradient_row(g, blk, r, lse[i0 + r], delta[i0 + r], grad_bins, p + r * g.k_tile,
                             ds + r * g.k_tile);
       }
       if (dv.base)  // dv_tile += pᵀ · grad_out_tile
-        cpu::content_gemm<T>(a.precision, true, false, blk.cols, g.dim, rows, T(1), p, g.k_tile,
-                             go.row(i0), go.stride, T(1), dv.row(j0), dv.stride);
+        cpu::tile_gemm<T>(a.precision, true, false, blk.cols, g.dim, rows, T(1), p, g.k_tile,
+                          go.row(i0), go.stride, T(1), dv.row(j0), dv.stride);
       if (dk.base)  // dk_tile += scale · dsᵀ · q_tile
-        cpu::content_gemm<T>(a.precision, true, false, blk.cols, g.dim, rows, scale, ds, g.k_tile,
-                             q.row(i0), q.stride, T(1), dk.row(j0), dk.stride);
+        cpu::tile_gemm<T>(a.precision, true, false, blk.cols, g.dim, rows, scale, ds, g.k_tile,
+                          q.row(i0), q.stride, T(1), dk.row(j0), dk.stride);
       if (dq_rows.base)  // dq_tile += scale · ds · k_tile
-        cpu::content_gemm<T>(a.precision, false, false, rows, g.dim, blk.cols, scale, ds, g.k_tile,
-                             k.row(j0), k.stride, T(1), dq.data(), g.dim);
+        cpu::tile_gemm<T>(a.precision, false, false, rows, g.dim, blk.cols, scale, ds, g.k_tile,
+                          k.row(j0), k.stride, T(1), dq.data(), g.dim);
       for (std::int64_t r = 0; r < rows && (dbias || dclipped || fire_base); ++r) {
         const T* dsr = ds + r * g.k_tile;
         const std::int64_t i = i0 + r, n = blk.visible(g, r);
@@ -163,7 +163,7 @@ void backward_head(const BackwardTensors& t, const FlashGeometry& g, std::int64_
         if (fire_base)
           cpu::fire_gradient_row(fire, g, h, i, j0, n, dsr, scratch.fire_pieces, fire_sums);
       }
-      if (xl && (dxq_all || dr)) {
+      if (xl && (dxq_rows.base || dr)) {
         // E (rows, xl_width): the block's dlogits placed at their distance columns.
         const std::int64_t lo = blk.xl_lo(g), width = blk.xl_width(g);
         T* e = scratch.xl.data();
@@ -173,18 +173,19 @@ void backward_head(const BackwardTensors& t, const FlashGeometry& g, std::int64_
           const T* dsr = ds + r * g.k_tile;
           for (std::int64_t c = 0, n = blk.visible(g, r); c < n; ++c) er[c] = term_scale * dsr[c];
         }
-        const T* r_rows = a.xl_r.data<T>() + (h * g.k_len + lo) * g.dim;
+        const T* r = a.xl_r.data<T>() + h * g.k_len * g.dim;  // (Lk, D) of head h
         // dxq_tile += E · r_slice;  dr_slice += Eᵀ · xq_tile
-        cpu::gemm_rows<T>(false, false, rows, g.dim, width, T(1), e, g.xl_ld, r_rows, g.dim, T(1),
-                          dxq.data(), g.dim);
+        cpu::position_gemm<T>(a.precision, false, false, rows, g.dim, width, e, g.xl_ld, r, g.k_len,
+                              g.dim, lo, T(1), dxq.data(), g.dim);
         if (dr)
-          cpu::gemm_rows<T>(true, false, width, g.dim, rows, T(1), e, g.xl_ld, xq_all + i0 * g.dim,
-                            g.dim, T(1), dr + lo * g.dim, g.dim);
+          cpu::tile_gemm<T>(a.precision, true, false, width, g.dim, rows, T(1), e, g.xl_ld,
+                            xq.row(i0), xq.stride, T(1), dr + lo * g.dim, g.dim);
       }
     }
     for (std::int64_t r = 0; r < rows && dq_rows.base; ++r)
       std::copy(dq.begin() + r * g.dim, dq.begin() + (r + 1) * g.dim, dq_rows.row(i0 + r));
-    if (dxq_all) std::copy(dxq.begin(), dxq.end(), dxq_all + i0 * g.dim);
+    for (std::int64_t r = 0; r < rows && dxq_rows.base; ++r)
+      std::copy(dxq.begin() + r * g.dim, dxq.begin() + (r + 1) * g.dim, dxq_rows.row(i0 + r));
   }
 }
 

@@ -96,8 +96,8 @@ void forward_head(const FlashAttentionArgs& a, const FlashGeometry& g, std::int6
       for (std::int64_t r = 0; r < rows; ++r)
         online_softmax_row(g, blk, r, a.value_bins, s + r * g.k_tile, st);
       // out_tile += P · v_tile
-      cpu::content_gemm<T>(a.precision, false, false, rows, g.dim, blk.cols, T(1), s, g.k_tile,
-                           v.row(j0), v.stride, T(1), st.out.data(), g.dim);
+      cpu::tile_gemm<T>(a.precision, false, false, rows, g.dim, blk.cols, T(1), s, g.k_tile,
+                        v.row(j0), v.stride, T(1), st.out.data(), g.dim);
     }
     for (std::int64_t r = 0; r < rows; ++r) {
       const T inv = T(1) / st.sum[r];

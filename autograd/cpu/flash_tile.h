@@ -111,17 +111,34 @@ void for_clipped_ranges(const FlashGeometry& g, std::int64_t i, std::int64_t j0,
 template <class T>
 struct FireTables;
 
-// A content product of a block (q·kᵀ, p·v and the backward's products of those):
-// gemm_rows, or its bf16 form (autograd/cpu/bf16_gemm_rows.h) for f32 under Precision::bf16.
+// A product of a block (the content products q·kᵀ, p·v and the backward's products of
+// those; Transformer-XL's d(W_r R) += Eᵀ · (q + v)): gemm_rows, or its bf16 form
+// (autograd/cpu/bf16_gemm_rows.h) for f32 under Precision::bf16.
 template <class T>
-void content_gemm(Precision precision, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n,
-                  std::int64_t k, T alpha, const T* a, std::int64_t lda, const T* b,
-                  std::int64_t ldb, T beta, T* c, std::int64_t ldc) {
+void tile_gemm(Precision precision, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n,
+               std::int64_t k, T alpha, const T* a, std::int64_t lda, const T* b, std::int64_t ldb,
+               T beta, T* c, std::int64_t ldc) {
   if constexpr (std::is_same_v<T, float>) {
     if (precision == Precision::bf16)
       return bf16_gemm_rows(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   }
   gemm_rows<T>(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+// A Transformer-XL position product of a block, whose B is rows [first, ...) of one head's
+// W_r R (`r_rows` rows of D): op(B) is (n, k) = rows [first, first + n) when trans_b, else
+// (k, n) = rows [first, first + k); C = op(A)·op(B) + beta·C. gemm_rows, or bf16_gemm_rows_window
+// for f32 under Precision::bf16 (W_r R then is packed once per call, not once per block).
+template <class T>
+void position_gemm(Precision precision, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n,
+                   std::int64_t k, const T* a, std::int64_t lda, const T* r, std::int64_t r_rows,
+                   std::int64_t dim, std::int64_t first, T beta, T* c, std::int64_t ldc) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (precision == Precision::bf16)
+      return bf16_gemm_rows_window(trans_a, trans_b, m, n, k, 1.0f, a, lda, r, dim, r_rows, first,
+                                   beta, c, ldc);
+  }
+  gemm_rows<T>(trans_a, trans_b, m, n, k, T(1), a, lda, r + first * dim, dim, beta, c, ldc);
 }
 
 // Per-thread scratch for one block, grown on first use and then reused (no
@@ -155,16 +172,16 @@ void block_logits(const FlashAttentionArgs& a, const FlashGeometry& g, std::int6
   const HeadRows<const T> k = {head_rows<T>(a.k, b, h).base, a.k.strides()[2]};
   const T term_scale = static_cast<T>(a.term_scale);
   // s = scale * q_tile · k_tileᵀ
-  content_gemm<T>(a.precision, false, true, blk.rows, blk.cols, g.dim, static_cast<T>(a.scale),
-                  q.row(blk.i0), q.stride, k.row(blk.j0), k.stride, T(0), s, g.k_tile);
+  tile_gemm<T>(a.precision, false, true, blk.rows, blk.cols, g.dim, static_cast<T>(a.scale),
+               q.row(blk.i0), q.stride, k.row(blk.j0), k.stride, T(0), s, g.k_tile);
   std::int64_t xl_width = 0;
   if (a.xl_r.defined()) {
     // G (rows, xl_width) = xl_query_tile · (W_r R)[xl_lo .. xl_lo + xl_width)ᵀ
-    const T* xq = a.xl_query.data<T>() + ((b * g.heads + h) * g.q_len + blk.i0) * g.dim;
-    const T* r = a.xl_r.data<T>() + (h * g.k_len + blk.xl_lo(g)) * g.dim;
+    const HeadRows<const T> xq = {head_rows<T>(a.xl_query, b, h).base, a.xl_query.strides()[2]};
+    const T* r = a.xl_r.data<T>() + h * g.k_len * g.dim;  // (Lk, D) of head h
     xl_width = blk.xl_width(g);
-    gemm_rows<T>(false, true, blk.rows, xl_width, g.dim, T(1), xq, g.dim, r, g.dim, T(0),
-                 xl_scratch, g.xl_ld);
+    position_gemm<T>(a.precision, false, true, blk.rows, xl_width, g.dim, xq.row(blk.i0), xq.stride,
+                     r, g.k_len, g.dim, blk.xl_lo(g), T(0), xl_scratch, g.xl_ld);
   }
   const T* bias = a.distance_bias.defined() ? a.distance_bias.data<T>() + h * g.n_dist : nullptr;
   const T* clipped =

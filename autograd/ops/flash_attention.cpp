@@ -81,7 +81,7 @@ Tensor flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, const 
   auto contiguous_if = [](const Tensor& t) { return t.defined() ? t.contiguous() : t; };
   args.distance_bias = contiguous_if(terms.distance_bias);
   args.clipped = contiguous_if(terms.clipped);
-  args.xl_query = contiguous_if(terms.xl_query);
+  args.xl_query = terms.xl_query.defined() ? rows_contiguous(terms.xl_query) : Tensor();
   args.xl_r = contiguous_if(terms.xl_r);
   const FireTerms& f = terms.fire;
   args.fire = {contiguous_if(f.w1), contiguous_if(f.b1), contiguous_if(f.w2), contiguous_if(f.c),
@@ -125,7 +125,7 @@ Tensor flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, const 
           grads.v = want_v ? empty_heads_like(args.v) : Tensor();
           grads.distance_bias = empty_if(want_bias, args.distance_bias);
           grads.clipped = empty_if(want_clipped, args.clipped);
-          grads.xl_query = empty_if(want_xq, args.xl_query);
+          grads.xl_query = want_xq ? empty_heads_like(args.xl_query) : Tensor();
           grads.xl_r = empty_if(want_r, args.xl_r);
           const std::vector<Tensor> fire_args = fire_list(args.fire);
           Tensor* fire_grads[] = {&grads.fire.w1, &grads.fire.b1, &grads.fire.w2, &grads.fire.c,
