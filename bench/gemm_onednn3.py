@@ -3,7 +3,7 @@
 
 Two oneDNN versions cannot share a process, so each build's bench_gemm_precision --json
 (OpenBLAS f32, relpos's fp32 path = oneDNN f32, relpos's bf16 path with the operand rounding,
-the raw oneDNN bf16 primitive) runs as its own program, alternating with the other build's
+the raw oneDNN bf16 primitive, writing an f32 C and a bf16 C as torch.matmul does) runs as its own program, alternating with the other build's
 (A B, then B A, ...) and with bench/gemm_torch.py --shapes step in fp32 and bf16, --rounds
 times. Every program reports the fastest repetition of each shape; across rounds the fastest
 is kept. Prints a markdown report: GFLOP/s per shape and over the 12 (their FLOPs over the
@@ -21,7 +21,7 @@ from gemm_mkl import cpu_name, run_json, shape_key
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PATHS = (("onednn-f32", "fp32"), ("relpos-bf16", "bf16 (rounding incl.)"),
-         ("onednn-bf16", "bf16 raw"))
+         ("onednn-bf16", "bf16 raw"), ("onednn-bf16-c16", "bf16 raw, bf16 C"))
 
 
 def main():

@@ -4,7 +4,8 @@
 //   - OpenBLAS f32 (cblas_sgemm),
 //   - oneDNN f32 (relpos's oneDNN path with Precision::fp32),
 //   - relpos bf16 (Precision::bf16: rounds the f32 operands to bf16, then oneDNN),
-//   - raw oneDNN bf16 (operands already bf16: the matmul primitive alone).
+//   - raw oneDNN bf16 (operands already bf16: the matmul primitive alone),
+//   - the same writing a bf16 C, as torch.matmul on bf16 tensors does (half the bytes).
 // Paths run interleaved, repetition by repetition, and the fastest repetition of each
 // is reported (the slower ones measure the neighbours on a shared machine). --json prints
 // one JSON line instead of the markdown table (bench/gemm_mkl.py reads it).
@@ -81,13 +82,17 @@ void openblas(const GemmArgs& g) {
 }
 
 #if RELPOS_HAVE_ONEDNN
-// The bf16 matmul primitive on operands that are bf16 already.
+// The bf16 matmul primitive on operands that are bf16 already, writing `c` (f32) or, when
+// bf16_c, a bf16 C of its own.
 class RawBf16 {
  public:
-  RawBf16(const Gemm& g, const std::vector<float>& a, const std::vector<float>& b, float* c)
+  RawBf16(const Gemm& g, const std::vector<float>& a, const std::vector<float>& b, float* c,
+          bool bf16_c)
       : a16_(a.size()),
         b16_(b.size()),
-        matmul_(g.m, g.n, g.k, g.trans_a, g.trans_b, true, rounded(a, a16_), rounded(b, b16_), c) {}
+        c16_(bf16_c ? static_cast<std::size_t>(g.m * g.n) : 0),
+        matmul_(g.m, g.n, g.k, g.trans_a, g.trans_b, true, rounded(a, a16_), rounded(b, b16_),
+                bf16_c ? static_cast<void*>(c16_.data()) : c, bf16_c) {}
   void run() { matmul_.run(); }
 
  private:
@@ -96,7 +101,7 @@ class RawBf16 {
     std::transform(x.begin(), x.end(), out.begin(), relpos::cpu::to_bf16);
     return out.data();
   }
-  std::vector<std::uint16_t> a16_, b16_;
+  std::vector<std::uint16_t> a16_, b16_, c16_;
   relpos::bench::OnednnMatmul matmul_;
 };
 #endif
@@ -138,16 +143,18 @@ int main(int argc, char** argv) {
         static_cast<long long>(tokens), static_cast<long long>(d_model),
         static_cast<long long>(d_ff), relpos::num_threads(), repetitions);
     if (!bf16) std::printf("(no bf16 columns: %s)\n\n", relpos::bf16_unavailable_reason().c_str());
-    std::printf("| GEMM | M×N×K | OpenBLAS f32 | oneDNN f32 | relpos bf16 | raw oneDNN bf16 |\n");
-    std::printf("|---|---|---:|---:|---:|---:|\n");
+    std::printf(
+        "| GEMM | M×N×K | OpenBLAS f32 | oneDNN f32 | relpos bf16 | raw oneDNN bf16 | raw, bf16 C "
+        "|\n");
+    std::printf("|---|---|---:|---:|---:|---:|---:|\n");
   }
   // The JSON names of the paths, in the table's column order.
   const std::vector<std::string> path_names{"openblas-f32", "onednn-f32", "relpos-bf16",
-                                            "onednn-bf16"};
+                                            "onednn-bf16", "onednn-bf16-c16"};
   nlohmann::json rows = nlohmann::json::array();
   relpos::Rng rng(1234);
   double total_flops = 0;
-  std::vector<double> total_seconds(4, 0.0);
+  std::vector<double> total_seconds(path_names.size(), 0.0);
   for (const Gemm& g : gemms) {
     const std::vector<float> a = random_floats(g.m * g.k, rng);
     const std::vector<float> b = random_floats(g.k * g.n, rng);
@@ -158,11 +165,13 @@ int main(int argc, char** argv) {
 #if RELPOS_HAVE_ONEDNN
     GemmArgs bf16_args = fp32;
     bf16_args.precision = relpos::Precision::bf16;
-    std::unique_ptr<RawBf16> raw;
+    std::unique_ptr<RawBf16> raw, raw_c16;
     if (bf16) {
-      raw = std::make_unique<RawBf16>(g, a, b, c.data());
+      raw = std::make_unique<RawBf16>(g, a, b, c.data(), false);
+      raw_c16 = std::make_unique<RawBf16>(g, a, b, c.data(), true);
       paths.push_back([&] { relpos::cpu::onednn_gemm(bf16_args); });
       paths.push_back([&] { raw->run(); });
+      paths.push_back([&] { raw_c16->run(); });
     }
 #endif
     std::vector<std::int64_t> calls;
@@ -188,7 +197,7 @@ int main(int argc, char** argv) {
     if (json) continue;
     std::printf("| %s | %lld×%lld×%lld |", g.what.c_str(), static_cast<long long>(g.m),
                 static_cast<long long>(g.n), static_cast<long long>(g.k));
-    for (std::size_t i = 0; i < 4; ++i) {
+    for (std::size_t i = 0; i < path_names.size(); ++i) {
       if (i < paths.size())
         std::printf(" %.1f |", flops / best[i] * 1e-9);
       else
