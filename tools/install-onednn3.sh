@@ -12,8 +12,9 @@
 # Why this package: it is oneDNN built with GNU OpenMP (libgomp), the runtime of relpos's own
 # loops. PyPI's newer `onednn`/`onednn-devel` (2026.1, oneDNN 3.13) links TBB and SYCL
 # (libtbb.so.12, libsycl.so.9, Intel's compiler runtime): a second thread pool beside
-# libgomp. The venv is made from Debian's /usr/bin/python3; pip runs only inside it (about
-# 180 MB). Running the script again with the package installed does nothing.
+# libgomp, and measured no faster (bench/results/onednn3.md, run 6). The venv is made from
+# Debian's /usr/bin/python3; pip runs only inside it (about 180 MB). Running the script
+# again with the package installed does nothing.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
