@@ -60,6 +60,47 @@ def shape_key(row):
     return (row["m"], row["n"], row["k"], bool(row["trans_a"]), bool(row["trans_b"]))
 
 
+class Rates:
+    """The fastest rate (GFLOP/s) of every (column, shape) over the reports read, and the
+    shapes in the order first seen. A column is a torch program, or `program:path` for a
+    relpos/MKL program's paths."""
+
+    def __init__(self):
+        self.best, self.shapes, self.names = {}, [], {}
+
+    def read(self, program, report):
+        for row in report["shapes"]:
+            key = shape_key(row)
+            if key not in self.names:
+                self.shapes.append(key)
+                self.names[key] = row.get("what", "")
+            self.names[key] = self.names[key] or row.get("what", "")
+            rates = ({program: row["best_gflops"]} if program.startswith("torch")
+                     else {f"{program}:{p}": r for p, r in row["gflops"].items()})
+            for column, rate in rates.items():
+                self.best[column, key] = max(self.best.get((column, key), 0.0), rate)
+
+    def total(self, column, over=None):
+        """The rate of `column` over the shapes `over` (default all; None where one is missing)."""
+        over = self.shapes if over is None else over
+        if any((column, s) not in self.best for s in over):
+            return None
+        flops = [2.0 * m * n * k for m, n, k, _, _ in over]
+        return sum(flops) / sum(f / self.best[column, s] for f, s in zip(flops, over))
+
+    def print_table(self, columns):
+        """One row a shape and one for all of them; `columns` are (column, label) pairs."""
+        print("| GEMM | M×N×K | " + " | ".join(label for _, label in columns) + " |")
+        print("|---|---|" + "---:|" * len(columns))
+        for s in self.shapes:
+            m, n, k, _, _ = s
+            cells = [f"{self.best[c, s]:.0f}" if (c, s) in self.best else "–" for c, _ in columns]
+            print(f"| {self.names[s]} | {m}×{n}×{k} | " + " | ".join(cells) + " |")
+        totals = [self.total(c) for c, _ in columns]
+        print(f"| all {len(self.shapes)} | | " +
+              " | ".join(f"{t:.0f}" if t else "–" for t in totals) + " |")
+
+
 def cpu_name():
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
@@ -99,55 +140,31 @@ def main():
                                       "--shapes", "step", "--dtype", dtype, "--threads",
                                       str(args.threads), "--reps", str(max(args.reps, 5))]
 
-    best = {}  # (column key, shape) -> GFLOP/s
-    shapes, names, meta = [], {}, {}
+    rates, meta = Rates(), {}
     for _ in range(args.rounds):
         for program, command in commands.items():
-            report = run_json(command, env)
-            meta[program] = report
-            for row in report["shapes"]:
-                key = shape_key(row)
-                if key not in names:
-                    shapes.append(key)
-                    names[key] = row.get("what", "")
-                names[key] = names[key] or row.get("what", "")
-                rates = ({program: row["best_gflops"]} if program.startswith("torch")
-                         else {f"{program}:{p}": r for p, r in row["gflops"].items()})
-                for column, rate in rates.items():
-                    best[column, key] = max(best.get((column, key), 0.0), rate)
-    if len(shapes) != 12:
-        sys.exit(f"gemm_mkl: the programs reported {len(shapes)} different shapes, expected 12")
-
-    def total(column, over):
-        """The rate of `column` over the shapes `over` (None where one is missing)."""
-        if any((column, s) not in best for s in over):
-            return None
-        flops = [2.0 * m * n * k for m, n, k, _, _ in over]
-        return sum(flops) / sum(f / best[column, s] for f, s in zip(flops, over))
+            meta[program] = run_json(command, env)
+            rates.read(program, meta[program])
+    if len(rates.shapes) != 12:
+        sys.exit(f"gemm_mkl: the programs reported {len(rates.shapes)} different shapes, "
+                 "expected 12")
 
     print(f"# The model's 12 GEMMs: relpos, oneMKL, torch.matmul ({cpu_name()})\n")
     print(f"{args.threads} threads, {args.rounds} rounds, fastest repetition; torch "
           f"{meta['torch:bf16'].get('torch_version')}, oneMKL {meta['mkl'].get('mkl_version')}. "
           "GFLOP/s.\n")
-    print("| GEMM | M×N×K | " + " | ".join(label for _, label in COLUMNS) + " |")
-    print("|---|---|" + "---:|" * len(COLUMNS))
-    for s in shapes:
-        m, n, k, _, _ = s
-        cells = [f"{best[c, s]:.0f}" if (c, s) in best else "–" for c, _ in COLUMNS]
-        print(f"| {names[s]} | {m}×{n}×{k} | " + " | ".join(cells) + " |")
-    totals = [total(c, shapes) for c, _ in COLUMNS]
-    print("| all 12 | | " + " | ".join(f"{t:.0f}" if t else "–" for t in totals) + " |")
+    rates.print_table(COLUMNS)
     print("\n‡ timed inside bench_gemm_mkl, the paths interleaved repetition by repetition: "
           "a load burst falls on both sides of their ratios alike.")
 
     print("\n| ratio | over the shapes both ran | shapes | above 1.3 | below 1.0 |")
     print("|---|---:|---:|---:|---:|")
     for num, den, label in RATIOS:
-        over = [s for s in shapes if (num, s) in best and (den, s) in best]
+        over = [s for s in rates.shapes if (num, s) in rates.best and (den, s) in rates.best]
         if not over:
             continue
-        per_shape = [best[num, s] / best[den, s] for s in over]
-        print(f"| {label} | {total(num, over) / total(den, over):.2f} | {len(over)} | "
+        per_shape = [rates.best[num, s] / rates.best[den, s] for s in over]
+        print(f"| {label} | {rates.total(num, over) / rates.total(den, over):.2f} | {len(over)} | "
               f"{sum(r > 1.3 for r in per_shape)} | {sum(r < 1.0 for r in per_shape)} |")
 
 

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "autograd/cpu/bf16_round.h"
+#include "bench/model_gemms.h"
 #include "bench/parse_arguments.h"
 #include "bench/timing.h"
 
@@ -41,20 +42,7 @@
 
 namespace {
 
-// C (m, n) = op(A) op(B), row-major, dense operands.
-struct Gemm {
-  std::string what;
-  std::int64_t m, n, k;
-  bool trans_a, trans_b;
-};
-
-// A linear layer in -> out over `tokens` rows: its three products (as bench_gemm_precision).
-std::vector<Gemm> linear_gemms(const std::string& name, std::int64_t tokens, std::int64_t in,
-                               std::int64_t out) {
-  return {{name + " x·Wᵀ", tokens, out, in, false, true},
-          {name + " dz·W", tokens, in, out, false, false},
-          {name + " dzᵀ·x", out, in, tokens, true, false}};
-}
+using relpos::bench::Gemm;
 
 std::vector<float> random_floats(std::int64_t n, std::mt19937& rng) {
   std::normal_distribution<float> normal;
@@ -96,11 +84,7 @@ int main(int argc, char** argv) {
   if (const auto code = relpos::bench::parse_arguments(app, argc, argv)) return *code;
   mkl_set_num_threads(threads);
 
-  std::vector<Gemm> gemms;
-  for (const Gemm& g : linear_gemms("qkv", tokens, d_model, 3 * d_model)) gemms.push_back(g);
-  for (const Gemm& g : linear_gemms("attn out", tokens, d_model, d_model)) gemms.push_back(g);
-  for (const Gemm& g : linear_gemms("ff in", tokens, d_model, d_ff)) gemms.push_back(g);
-  for (const Gemm& g : linear_gemms("ff out", tokens, d_ff, d_model)) gemms.push_back(g);
+  const std::vector<Gemm> gemms = relpos::bench::model_gemms(tokens, d_model, d_ff);
 
   MKLVersion version;
   mkl_get_version(&version);

@@ -17,7 +17,7 @@ import argparse
 import os
 import sys
 
-from gemm_mkl import cpu_name, run_json, shape_key
+from gemm_mkl import Rates, cpu_name, run_json
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PATHS = (("onednn-f32", "fp32"), ("relpos-bf16", "bf16 (rounding incl.)"),
@@ -51,33 +51,17 @@ def main():
                  "--dtype", d, "--threads", str(args.threads), "--reps", str(max(args.reps, 5))]
              for d in ("fp32", "bf16")}
 
-    best = {}  # (column key, shape) -> GFLOP/s
-    shapes, names, versions = [], {}, {}
+    rates, versions = Rates(), {}
     for r in range(args.rounds):
         order = ["a", "b"] if r % 2 == 0 else ["b", "a"]
         for program in order + ["torch:fp32", "torch:bf16"]:
             command = relpos[program] if program in relpos else torch[program.split(":")[1]]
             report = run_json(command, env)
             versions[program] = report.get("onednn_version") or report.get("torch_version")
-            for row in report["shapes"]:
-                key = shape_key(row)
-                if key not in names:
-                    shapes.append(key)
-                    names[key] = row.get("what", "")
-                names[key] = names[key] or row.get("what", "")
-                rates = ({program: row["best_gflops"]} if program.startswith("torch")
-                         else {f"{program}:{p}": g for p, g in row["gflops"].items()})
-                for column, rate in rates.items():
-                    best[column, key] = max(best.get((column, key), 0.0), rate)
-    if len(shapes) != 12:
-        sys.exit(f"gemm_onednn3: the programs reported {len(shapes)} different shapes, "
+            rates.read(program, report)
+    if len(rates.shapes) != 12:
+        sys.exit(f"gemm_onednn3: the programs reported {len(rates.shapes)} different shapes, "
                  "expected 12")
-
-    def total(column):
-        if any((column, s) not in best for s in shapes):
-            return None
-        flops = [2.0 * m * n * k for m, n, k, _, _ in shapes]
-        return sum(flops) / sum(f / best[column, s] for f, s in zip(flops, shapes))
 
     va, vb = versions["a"], versions["b"]
     columns = [("torch:fp32", "torch fp32")]
@@ -88,14 +72,7 @@ def main():
     print(f"# The model's 12 GEMMs: oneDNN {va} against {vb}, torch.matmul ({cpu_name()})\n")
     print(f"{args.threads} threads, {args.rounds} rounds (the two builds alternating), fastest "
           f"repetition; torch {versions['torch:bf16']}. GFLOP/s.\n")
-    print("| GEMM | M×N×K | " + " | ".join(label for _, label in columns) + " |")
-    print("|---|---|" + "---:|" * len(columns))
-    for s in shapes:
-        m, n, k, _, _ = s
-        cells = [f"{best[c, s]:.0f}" if (c, s) in best else "–" for c, _ in columns]
-        print(f"| {names[s]} | {m}×{n}×{k} | " + " | ".join(cells) + " |")
-    totals = [total(c) for c, _ in columns]
-    print("| all 12 | | " + " | ".join(f"{t:.0f}" if t else "–" for t in totals) + " |")
+    rates.print_table(columns)
 
     ratios = []
     for path, label in PATHS:
@@ -107,10 +84,11 @@ def main():
     print("\n| ratio | over the 12 | above 1.3 | below 1.0 | range |")
     print("|---|---:|---:|---:|---|")
     for num, den, label in ratios:
-        if total(num) is None or total(den) is None:
+        if rates.total(num) is None or rates.total(den) is None:
             continue
-        per_shape = [best[num, s] / best[den, s] for s in shapes]
-        print(f"| {label} | {total(num) / total(den):.2f} | {sum(x > 1.3 for x in per_shape)} | "
+        per_shape = [rates.best[num, s] / rates.best[den, s] for s in rates.shapes]
+        print(f"| {label} | {rates.total(num) / rates.total(den):.2f} | "
+              f"{sum(x > 1.3 for x in per_shape)} | "
               f"{sum(x < 1.0 for x in per_shape)} | {min(per_shape):.2f}–{max(per_shape):.2f} |")
 
 

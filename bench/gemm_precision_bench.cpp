@@ -19,7 +19,6 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "autograd/blas_kernel.h"
@@ -27,6 +26,7 @@
 #include "autograd/cpu/onednn_gemm.h"
 #include "autograd/random.h"
 #include "autograd/threads.h"
+#include "bench/model_gemms.h"
 #include "bench/parse_arguments.h"
 #include "bench/timing.h"
 
@@ -38,20 +38,7 @@ namespace {
 
 using relpos::GemmArgs;
 
-// C (m, n) = op(A) op(B), row-major, dense operands.
-struct Gemm {
-  std::string what;
-  std::int64_t m, n, k;
-  bool trans_a, trans_b;
-};
-
-// A linear layer in -> out over `tokens` rows: its three products.
-std::vector<Gemm> linear_gemms(const std::string& name, std::int64_t tokens, std::int64_t in,
-                               std::int64_t out) {
-  return {{name + " x·Wᵀ", tokens, out, in, false, true},
-          {name + " dz·W", tokens, in, out, false, false},
-          {name + " dzᵀ·x", out, in, tokens, true, false}};
-}
+using relpos::bench::Gemm;
 
 GemmArgs args_of(const Gemm& g, const float* a, const float* b, float* c) {
   GemmArgs args;
@@ -126,14 +113,7 @@ int main(int argc, char** argv) {
   app.add_flag("--json", json, "one JSON line instead of the markdown table");
   if (const auto code = relpos::bench::parse_arguments(app, argc, argv)) return *code;
 
-  std::vector<Gemm> gemms;
-  for (const auto& [name, in, out] :
-       std::vector<std::tuple<std::string, std::int64_t, std::int64_t>>{
-           {"qkv", d_model, 3 * d_model},
-           {"attn out", d_model, d_model},
-           {"ff in", d_model, d_ff},
-           {"ff out", d_ff, d_model}})
-    for (const Gemm& g : linear_gemms(name, tokens, in, out)) gemms.push_back(g);
+  const std::vector<Gemm> gemms = relpos::bench::model_gemms(tokens, d_model, d_ff);
 
   const bool bf16 = relpos::bf16_unavailable_reason().empty();
   if (!json) {
