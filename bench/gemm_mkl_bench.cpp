@@ -147,13 +147,7 @@ int main(int argc, char** argv) {
     const double flops = 2.0 * double(g.m) * double(g.n) * double(g.k);
     nlohmann::json rates = nlohmann::json::object();
     for (std::size_t i = 0; i < paths.size(); ++i) rates[paths[i].first] = flops / best[i] * 1e-9;
-    rows.push_back({{"what", g.what},
-                    {"m", g.m},
-                    {"n", g.n},
-                    {"k", g.k},
-                    {"trans_a", g.trans_a},
-                    {"trans_b", g.trans_b},
-                    {"gflops", rates}});
+    rows.push_back(relpos::bench::gemm_report_row(g, rates));
   }
   const nlohmann::json report{
       {"framework", "mkl"},

@@ -167,13 +167,7 @@ int main(int argc, char** argv) {
       total_seconds[i] += best[i];
       rates[path_names[i]] = flops / best[i] * 1e-9;
     }
-    rows.push_back({{"what", g.what},
-                    {"m", g.m},
-                    {"n", g.n},
-                    {"k", g.k},
-                    {"trans_a", g.trans_a},
-                    {"trans_b", g.trans_b},
-                    {"gflops", rates}});
+    rows.push_back(relpos::bench::gemm_report_row(g, rates));
     if (json) continue;
     std::printf("| %s | %lld×%lld×%lld |", g.what.c_str(), static_cast<long long>(g.m),
                 static_cast<long long>(g.n), static_cast<long long>(g.k));

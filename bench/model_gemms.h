@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace relpos::bench {
@@ -31,6 +33,17 @@ inline std::vector<Gemm> model_gemms(std::int64_t tokens, std::int64_t d_model, 
     gemms.push_back({name + " dzᵀ·x", l.out, l.in, tokens, true, false});
   }
   return gemms;
+}
+
+// One shape's line of a probe's JSON report: the shape and its rate (GFLOP/s) per path.
+inline nlohmann::json gemm_report_row(const Gemm& g, nlohmann::json gflops) {
+  return {{"what", g.what},
+          {"m", g.m},
+          {"n", g.n},
+          {"k", g.k},
+          {"trans_a", g.trans_a},
+          {"trans_b", g.trans_b},
+          {"gflops", std::move(gflops)}};
 }
 
 }  // namespace relpos::bench
