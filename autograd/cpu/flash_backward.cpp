@@ -79,6 +79,14 @@ void clipped_gradient_row(const FlashGeometry& g, const FlashBlock& blk, std::in
       });
 }
 
+// A query tile's (rows, dim) gradient into rows [i0, i0 + rows) of its head; none wanted: nothing.
+template <class T>
+void store_tile(const std::vector<T>& tile, std::int64_t rows, std::int64_t dim,
+                const cpu::HeadRows<T>& dst, std::int64_t i0) {
+  for (std::int64_t r = 0; r < rows && dst.base; ++r)
+    std::copy(tile.begin() + r * dim, tile.begin() + (r + 1) * dim, dst.row(i0 + r));
+}
+
 template <class T>
 void backward_head(const BackwardTensors& t, const FlashGeometry& g, std::int64_t b, std::int64_t h,
                    const cpu::FireTables<T>& fire) {
@@ -182,10 +190,8 @@ void backward_head(const BackwardTensors& t, const FlashGeometry& g, std::int64_
                             xq.row(i0), xq.stride, T(1), dr + lo * g.dim, g.dim);
       }
     }
-    for (std::int64_t r = 0; r < rows && dq_rows.base; ++r)
-      std::copy(dq.begin() + r * g.dim, dq.begin() + (r + 1) * g.dim, dq_rows.row(i0 + r));
-    for (std::int64_t r = 0; r < rows && dxq_rows.base; ++r)
-      std::copy(dxq.begin() + r * g.dim, dxq.begin() + (r + 1) * g.dim, dxq_rows.row(i0 + r));
+    store_tile(dq, rows, g.dim, dq_rows, i0);
+    store_tile(dxq, rows, g.dim, dxq_rows, i0);
   }
 }
 

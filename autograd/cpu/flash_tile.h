@@ -37,6 +37,13 @@ HeadRows<T> head_rows(const Tensor& t, std::int64_t b, std::int64_t h) {
   return {t.data<T>() + b * s[0] + h * s[1], s[2]};
 }
 
+// head_rows, read-only.
+template <class T>
+HeadRows<const T> head_rows_const(const Tensor& t, std::int64_t b, std::int64_t h) {
+  const HeadRows<T> rows = head_rows<T>(t, b, h);
+  return {rows.base, rows.stride};
+}
+
 struct FlashGeometry {
   std::int64_t batch, heads, q_len, k_len, dim, clip, width, n_dist;
   std::int64_t q_tile, k_tile, xl_ld;  // tile sizes; xl_ld: columns of an XL block
@@ -168,8 +175,8 @@ void block_logits(const FlashAttentionArgs& a, const FlashGeometry& g, std::int6
                   std::int64_t h, const FlashBlock& blk, T* s, FlashScratch<T>& scratch,
                   const FireTables<T>* fire) {
   T* xl_scratch = scratch.xl.data();
-  const HeadRows<const T> q = {head_rows<T>(a.q, b, h).base, a.q.strides()[2]};
-  const HeadRows<const T> k = {head_rows<T>(a.k, b, h).base, a.k.strides()[2]};
+  const HeadRows<const T> q = head_rows_const<T>(a.q, b, h);
+  const HeadRows<const T> k = head_rows_const<T>(a.k, b, h);
   const T term_scale = static_cast<T>(a.term_scale);
   // s = scale * q_tile · k_tileᵀ
   tile_gemm<T>(a.precision, false, true, blk.rows, blk.cols, g.dim, static_cast<T>(a.scale),
@@ -177,7 +184,7 @@ void block_logits(const FlashAttentionArgs& a, const FlashGeometry& g, std::int6
   std::int64_t xl_width = 0;
   if (a.xl_r.defined()) {
     // G (rows, xl_width) = xl_query_tile · (W_r R)[xl_lo .. xl_lo + xl_width)ᵀ
-    const HeadRows<const T> xq = {head_rows<T>(a.xl_query, b, h).base, a.xl_query.strides()[2]};
+    const HeadRows<const T> xq = head_rows_const<T>(a.xl_query, b, h);
     const T* r = a.xl_r.data<T>() + h * g.k_len * g.dim;  // (Lk, D) of head h
     xl_width = blk.xl_width(g);
     position_gemm<T>(a.precision, false, true, blk.rows, xl_width, g.dim, xq.row(blk.i0), xq.stride,
