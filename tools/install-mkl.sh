@@ -16,27 +16,9 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="${RELPOS_MKL_VENV:-$root/.venv-mkl}"
 spec="${RELPOS_MKL_SPEC:-mkl-devel==2025.3.0}"
-base_python=/usr/bin/python3
-
-"$root/tools/apt-install.sh" python3 python3-venv  # Debian's python3, its venv and ensurepip
-
-if [ ! -x "$venv/bin/python" ]; then
-  echo "install-mkl: creating $venv"
-  "$base_python" -m venv "$venv"
-fi
-
 wanted="${spec#*==}"
-[ "$wanted" = "$spec" ] && wanted=""
-installed="$("$venv/bin/python" -m pip show mkl-devel 2>/dev/null | sed -n "s/^Version: //p" || true)"
-if [ -n "$installed" ] && { [ -z "$wanted" ] || [ "$installed" = "$wanted" ]; }; then
-  echo "install-mkl: $venv has mkl-devel $installed"
-  exit 0
-fi
-
-echo "install-mkl: installing $spec into $venv (PyPI; about 1 GB)"
-"$venv/bin/python" -m pip install --disable-pip-version-check "$spec"
-if [ ! -f "$venv/include/mkl_cblas.h" ]; then
-  echo "install-mkl: $venv/include/mkl_cblas.h is missing after the install" >&2
-  exit 1
-fi
-echo "install-mkl: done; configure with -DRELPOS_MKL_PREFIX=$venv"
+[ "$wanted" = "$spec" ] && wanted=""  # a spec without a version: any installed one will do
+# shellcheck source=tools/pypi-venv.sh
+source "$root/tools/pypi-venv.sh"
+pypi_venv_install install-mkl "$venv" mkl-devel "$wanted" "$spec" "about 1 GB" include/mkl_cblas.h
+echo "install-mkl: configure with -DRELPOS_MKL_PREFIX=$venv"

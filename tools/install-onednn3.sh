@@ -21,24 +21,8 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="${RELPOS_ONEDNN3_VENV:-$root/.venv-onednn3}"
 package=onednn-devel-cpu-gomp
 version=2023.2.0
-base_python=/usr/bin/python3
-
-"$root/tools/apt-install.sh" python3 python3-venv  # Debian's python3, its venv and ensurepip
-
-if [ ! -x "$venv/bin/python" ]; then
-  echo "install-onednn3: creating $venv"
-  "$base_python" -m venv "$venv"
-fi
-
-installed="$("$venv/bin/python" -m pip show "$package" 2>/dev/null | sed -n "s/^Version: //p" || true)"
-if [ "$installed" != "$version" ]; then
-  echo "install-onednn3: installing $package==$version into $venv (PyPI; about 40 MB)"
-  "$venv/bin/python" -m pip install --disable-pip-version-check "$package==$version"
-fi
-for f in include/oneapi/dnnl/dnnl.hpp lib/libdnnl.so.3 lib/cmake/dnnl/dnnl-config.cmake; do
-  if [ ! -e "$venv/$f" ]; then
-    echo "install-onednn3: $venv/$f is missing after the install" >&2
-    exit 1
-  fi
-done
-echo "install-onednn3: $venv has $package $version; configure with -DRELPOS_ONEDNN_PREFIX=$venv"
+# shellcheck source=tools/pypi-venv.sh
+source "$root/tools/pypi-venv.sh"
+pypi_venv_install install-onednn3 "$venv" "$package" "$version" "$package==$version" "about 40 MB" \
+  include/oneapi/dnnl/dnnl.hpp lib/libdnnl.so.3 lib/cmake/dnnl/dnnl-config.cmake
+echo "install-onednn3: configure with -DRELPOS_ONEDNN_PREFIX=$venv"
