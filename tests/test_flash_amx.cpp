@@ -140,8 +140,7 @@ TEST_CASE("bf16 products on AMX tiles against a window of a larger operand",
         auto amx = c0, avx = c0;
         cpu::bf16_begin_kernel_call();
         cpu::bf16_gemm_rows_window(trans_a, trans_b, m, n, k, p.alpha, a.data(), a_cols + 3,
-                                   whole.data(), ldb, whole_rows, first, p.beta, amx.data(),
-                                   n + 3);
+                                   whole.data(), ldb, whole_rows, first, p.beta, amx.data(), n + 3);
         {
           cpu::AmxTilesSwitchedOff off;
           cpu::bf16_gemm_rows_window(trans_a, trans_b, m, n, k, p.alpha, a.data(), a_cols + 3,

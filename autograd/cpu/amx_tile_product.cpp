@@ -119,8 +119,7 @@ void amx_tile_product(std::int64_t m, std::int64_t n, std::int64_t pairs, const 
       else if (cols > kTile)
         block<false, true>(rows, cols, padded_pairs, ab, lda, bb, ldb, cb, ldc, alpha, accumulate);
       else
-        block<false, false>(rows, cols, padded_pairs, ab, lda, bb, ldb, cb, ldc, alpha,
-                            accumulate);
+        block<false, false>(rows, cols, padded_pairs, ab, lda, bb, ldb, cb, ldc, alpha, accumulate);
     }
   }
   release_tiles();
