@@ -3,18 +3,18 @@
 
 Runs, --rounds times in turn, build/bench/bench_gemm_precision and bench/gemm_torch.py
 --shapes step --dtype bf16 with ONEDNN_VERBOSE=1 and the same thread count, and reads every
-product that oneDNN logged (matmul, or the inner product relpos uses for x·Wᵀ on AMX, with
-the reorder of W before it): the implementation it chose, the operands' data types and
+matmul that oneDNN logged: the implementation it chose, the operands' data types and
 layouts, the attributes, and the time oneDNN itself measured inside the call (exec_time).
 The first logged call of each primitive is left out (it may include one-time work), the
 rest give the median and the fastest call. Prints a markdown report: one table per path
 with, per shape, the median and fastest ms from oneDNN's log, the program's own rate (its
 timing method), and the ratios to torch (bench/results/gemm-gap.md). --baseline runs an
-earlier build's probe too and --matmul-only the build's own without the inner product, in
-turn with it, so that before and after come from one invocation.
+earlier build's probe too, in turn with the build's, so that before and after come from one
+invocation. Programs run one after another, so on a shared machine their ratios carry the
+load's changes; bench/gemm_in_torch.py alternates the two libraries call by call instead.
 
-  python3 bench/gemm_gap.py --python /work/venv-torch/bin/python --threads 1 \
-      --baseline /tmp/bench_gemm_precision.before --matmul-only
+  python3 bench/gemm_gap.py --python /work/venv-torch/bin/python --threads 1 \\
+      --baseline /tmp/bench_gemm_precision.before
 """
 import argparse
 import json
@@ -41,10 +41,7 @@ TORCH_PATH = "torch.matmul bf16 (bf16 C)"
 
 
 def products(log):
-    """Every logged product: (primitive, implementation, operands, attributes, problem, ms).
-    A reorder logged just before an inner product (relpos's x·Wᵀ reorders W into the inner
-    product's layout on every call) is counted in that product's ms and implementation."""
-    reorder_ms = 0.0
+    """Every logged matmul: (implementation, operands, attributes, problem, ms)."""
     for line in log.splitlines():
         fields = line.split(",")
         if not fields[0].endswith("_verbose") or "exec" not in fields:
@@ -56,29 +53,18 @@ def products(log):
             ms = float(fields[at + 9])
         except ValueError:
             continue
-        primitive = fields[at + 2]
-        if primitive == "reorder":
-            reorder_ms = ms
+        if fields[at + 2] != "matmul":
             continue
-        if primitive not in ("matmul", "inner_product"):
-            continue
-        impl = fields[at + 3]
-        if primitive == "inner_product":
-            impl, ms, reorder_ms = f"{impl} (inner product) + reorder of W", ms + reorder_ms, 0.0
         operands = {}
         for token in fields[at + 5].split():
             found = OPERAND.match(token)
             if found:
                 operands[found.group(1)] = (found.group(2), found.group(3))
-        yield primitive, impl, operands, fields[at + 6].strip(), fields[at + 8], ms
+        yield fields[at + 3], operands, fields[at + 6].strip(), fields[at + 8], ms
 
 
-def shape_of(primitive, operands, problem):
-    """(m, k, n, layout of A, layout of B) from a logged problem: a matmul's 8192x256:256x768,
-    or an inner product's mb8192ic256oc768 (x·Wᵀ: A plain, W (oc, ic))."""
-    if primitive == "inner_product":
-        size = dict(re.findall(r"([a-z]+)(\d+)", problem))
-        return int(size["mb"]), int(size["ic"]), int(size["oc"]), "ab", "ba"
+def shape_of(operands, problem):
+    """(m, k, n, layout of A, layout of B) from a logged problem such as 8192x256:256x768."""
     dims = [[int(x) for x in part.split("x")] for part in problem.split(":")]
     (m, k), n = dims[0][-2:], dims[1][-1]
     return m, k, n, LAYOUT_2D[operands["src"][1]], LAYOUT_2D[operands["wei"][1]]
@@ -100,18 +86,16 @@ class Calls:
 
     def read(self, log, program, prefix=""):
         first_seen = set()
-        for primitive, impl, operands, attrs, problem, ms in products(log):
+        for impl, operands, attrs, problem, ms in products(log):
             ndims = len(problem.split(":")[0].split("x"))
             if program == "torch":
                 path = TORCH_PATH
-            elif primitive == "inner_product":  # only relpos's bf16 path makes one
-                path = prefix + PATH_NAMES["bf16", 3, "f32"]
             else:
                 path = PATH_NAMES.get((operands["src"][0], ndims, operands["dst"][0]))
                 if path is None:
                     continue
                 path = prefix + path
-            shape = shape_of(primitive, operands, problem)
+            shape = shape_of(operands, problem)
             if (path, shape) not in first_seen:  # the first call of each primitive
                 first_seen.add((path, shape))
                 continue
@@ -129,9 +113,6 @@ def run(command, env):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--build-dir", default=os.path.join(ROOT, "build"))
-    parser.add_argument("--matmul-only", action="store_true",
-                        help="also run the build's probe with --matmul-only (relpos's bf16 "
-                        "x·Wᵀ through the matmul primitive), its paths labelled 'matmul:'")
     parser.add_argument("--baseline", help="another bench_gemm_precision (an earlier build), "
                         "run in turn with the build's; its paths are labelled 'before:'")
     parser.add_argument("--python", default=sys.executable, help="a Python with PyTorch 2.x")
@@ -151,8 +132,6 @@ def main():
                DNNL_VERBOSE="1")
     timing = ["--json", "--reps", str(args.reps), "--seconds", str(args.seconds)]
     programs = [("relpos", "", [exe] + timing)]
-    if args.matmul_only:
-        programs.append(("relpos", "matmul: ", [exe, "--matmul-only"] + timing))
     if args.baseline:
         programs.append(("relpos", "before: ", [args.baseline] + timing))
     torch = [args.python, os.path.join(ROOT, "bench", "gemm_torch.py"), "--shapes", "step",
@@ -190,8 +169,7 @@ def main():
           "fastest single call).\n")
     paths = [TORCH_PATH]
     for name in PATH_NAMES.values():
-        paths += [p for p in ("before: " + name, "matmul: " + name, name)
-                  if any(q == p for q, _ in calls.ms)]
+        paths += [p for p in ("before: " + name, name) if any(q == p for q, _ in calls.ms)]
     for path in paths:
         print(f"\n## {path}\n")
         print("| GEMM | implementation | operands | attributes | calls | median ms | fastest ms "

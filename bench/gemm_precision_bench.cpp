@@ -120,13 +120,9 @@ int main(int argc, char** argv) {
   app.add_option("--d-model", d_model, "model width")->check(CLI::PositiveNumber);
   app.add_option("--d-ff", d_ff, "MLP hidden width")->check(CLI::PositiveNumber);
   app.add_flag("--json", json, "one JSON line instead of the markdown table");
-  bool matmul_only = false;
-  app.add_flag("--matmul-only", matmul_only,
-               "relpos's bf16 x·Wᵀ through the matmul primitive, not the inner product");
   if (const auto code = relpos::bench::parse_arguments(app, argc, argv)) return *code;
 
   const std::vector<Gemm> gemms = relpos::bench::model_gemms(tokens, d_model, d_ff);
-  if (matmul_only) relpos::cpu::set_onednn_inner_product_enabled(false);
 
   const bool bf16 = relpos::bf16_unavailable_reason().empty();
   if (!json) {

@@ -5,7 +5,6 @@
 
 #if RELPOS_HAVE_ONEDNN
 #include <algorithm>
-#include <atomic>
 #include <cstdint>
 #include <dnnl.hpp>
 #include <map>
@@ -75,36 +74,14 @@ void round_to_bf16(const float* src, const Stored& s, std::int64_t batch, std::u
     round_row_to_bf16(src + (r / s.rows) * s.stride + (r % s.rows) * s.ld, cols, dst + r * cols);
 }
 
-// Which primitive multiplies a bf16 product whose A is not transposed: a linear layer's
-// forward x·Wᵀ and its dx = dz·W (A (m, k) dense, W stored (n, k) or (k, n), one matrix,
-// alpha 1, C dense). On a CPU with AMX, oneDNN's inner product, whose W (n, k) is reordered
-// from its stored layout into the primitive's blocked one on every call (W is small: 0.05 to
-// 0.2 ms); elsewhere, and for every other product (dW = dzᵀ·x, batched products), the
-// matmul primitive. Measured with oneDNN 2.6.3 on the AMX Xeon, 1 thread, the study paused,
-// the two interleaved call by call in one process (bench/results/gemm-gap.md): on the
-// model's four x·Wᵀ (8192 tokens; k 256 or 1024; beta 0 and 1, as linear's bias-first
-// products), median of 10, the inner product with its reorder took 1/1.14 to 1/1.82 of the
-// matmul's time, all eight faster; on those four and the four dz·W, two runs, 1.44x and
-// 1.21x over the eight, 15 of the 16 faster (one at 0.98). Both run AMX brgemm kernels;
-// what differs is how the primitive blocks W and loops over it. Not measured on a CPU
-// without AMX (there the matmul stays). Tests switch it off to compare the two paths.
-std::atomic<bool> inner_product_off{false};  // set by tests
-
-bool inner_product_on() { return !inner_product_off.load() && has_amx_bf16(); }
-
 // Everything a primitive depends on.
-using Key = std::tuple<bool, bool, bool, bool, std::int64_t, std::int64_t, std::int64_t,
+using Key = std::tuple<bool, bool, bool, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
                        std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                       std::int64_t, std::int64_t, double, double>;
+                       std::int64_t, double, double>;
 
 struct Entry {
   dnnl::matmul primitive;
-  // Through the inner product (onednn_gemm_uses_inner_product): the product, and the
-  // reorder of W as stored (b) into its blocked layout (b_blocked).
-  bool inner_product = false;
-  dnnl::inner_product_forward product;
-  dnnl::reorder to_blocked;
-  memory::desc a, b, c, b_blocked;
+  memory::desc a, b, c;
   std::uint64_t last_use = 0;  // State::uses when it last ran
 };
 
@@ -161,28 +138,7 @@ const void* bf16_operand(const void* data, bool is_bf16, std::uint16_t* out, Sto
   return out;
 }
 
-// The inner product for onednn_gemm_uses_inner_product's products: C (m, n) = A (m, k) Wᵀ
-// with W (n, k) = op(B)ᵀ, `b` as stored (B itself when trans_b, else Bᵀ read transposed).
-Entry make_inner_product_entry(State& st, const GemmArgs& g, const Stored& b) {
-  const auto bf16 = memory::data_type::bf16;
-  Entry e;
-  e.inner_product = true;
-  e.a = memory::desc({g.m, g.k}, bf16, {g.k, 1});
-  e.b = g.trans_b ? memory::desc({g.n, g.k}, bf16, {b.ld, 1})
-                  : memory::desc({g.n, g.k}, bf16, {1, b.ld});
-  e.c = memory::desc({g.m, g.n}, memory::data_type::f32, {g.n, 1});
-  const auto pd = make_onednn_inner_product(st.engine, e.a,
-                                            memory::desc({g.n, g.k}, bf16, memory::format_tag::any),
-                                            e.c, static_cast<float>(g.beta));
-  e.product = dnnl::inner_product_forward(pd);
-  e.b_blocked = pd.weights_desc();
-  e.to_blocked =
-      dnnl::reorder(dnnl::reorder::primitive_desc(st.engine, e.b, st.engine, e.b_blocked));
-  return e;
-}
-
 Entry make_entry(State& st, const GemmArgs& g, const Stored& a, const Stored& b, bool bf16) {
-  if (bf16 && onednn_gemm_uses_inner_product(g)) return make_inner_product_entry(st, g, b);
   const auto in_type = bf16 ? memory::data_type::bf16 : memory::data_type::f32;
   Entry e;
   e.a = operand_desc(a, g.trans_a, g.batch, in_type);
@@ -200,15 +156,6 @@ std::size_t onednn_cached_primitives() {
   State& st = state();
   const std::lock_guard lock(st.mutex);
   return st.primitives.size();
-}
-
-bool onednn_inner_product_enabled() { return inner_product_on(); }
-
-void set_onednn_inner_product_enabled(bool on) { inner_product_off.store(!on); }
-
-bool onednn_gemm_uses_inner_product(const GemmArgs& g) {
-  return g.precision == Precision::bf16 && inner_product_on() && g.batch == 1 && !g.trans_a &&
-         g.alpha == 1.0 && g.lda == g.k && g.ldc == g.n;
 }
 
 std::uint64_t onednn_primitives_made() {
@@ -236,22 +183,13 @@ void onednn_gemm(const GemmArgs& g) {
   }
   State& st = state();
   const std::lock_guard lock(st.mutex);
-  const bool inner_product = bf16 && onednn_gemm_uses_inner_product(g);
-  const Key key{bf16, inner_product, g.trans_a, g.trans_b, g.batch, g.m,        g.n,     g.k,
-                a.ld, a.stride,      b.ld,      b.stride,  g.ldc,   g.stride_c, g.alpha, g.beta};
+  const Key key{bf16,     g.trans_a, g.trans_b, g.batch, g.m,        g.n,     g.k,   a.ld,
+                a.stride, b.ld,      b.stride,  g.ldc,   g.stride_c, g.alpha, g.beta};
   const Entry& e = cached_entry(st, key, [&] { return make_entry(st, g, a, b, bf16); });
   memory ma(e.a, st.engine, const_cast<void*>(a_data));
   memory mb(e.b, st.engine, const_cast<void*>(b_data));
   memory mc(e.c, st.engine, g.c);
-  if (e.inner_product) {
-    const Storage blocked(e.b_blocked.get_size(), Device::cpu);  // W in the primitive's layout
-    memory mw(e.b_blocked, st.engine, blocked.data());
-    e.to_blocked.execute(st.stream, mb, mw);
-    e.product.execute(st.stream, {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mw}, {DNNL_ARG_DST, mc}});
-  } else {
-    e.primitive.execute(st.stream,
-                        {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}});
-  }
+  e.primitive.execute(st.stream, {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}});
   st.stream.wait();
 }
 
@@ -262,12 +200,6 @@ bool onednn_built() { return false; }
 std::size_t onednn_cached_primitives() { return 0; }
 
 std::uint64_t onednn_primitives_made() { return 0; }
-
-bool onednn_inner_product_enabled() { return false; }
-
-void set_onednn_inner_product_enabled(bool) {}
-
-bool onednn_gemm_uses_inner_product(const GemmArgs&) { return false; }
 
 void onednn_gemm(const GemmArgs&) {
   fail("train.precision=bf16 is not available: {}", bf16_unavailable_reason());

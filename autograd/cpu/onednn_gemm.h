@@ -23,17 +23,6 @@ std::size_t onednn_cached_primitives();
 // shape made again after the cache dropped it): what a run's shapes cost.
 std::uint64_t onednn_primitives_made();
 
-// Whether bf16 products whose A is not transposed (a linear layer's x·Wᵀ and dz·W) go
-// through oneDNN's inner product instead of its matmul (on by default where the CPU has AMX;
-// onednn_gemm.cpp says why), and the switch that tests use to run them through the matmul,
-// the path it replaces. Switching it on is a no-op on a CPU without AMX.
-bool onednn_inner_product_enabled();
-void set_onednn_inner_product_enabled(bool on);
-
-// Whether onednn_gemm runs this product through the inner product: bf16, A not transposed
-// and dense (lda = k), one matrix, alpha 1, C dense (ldc = n), while that is enabled.
-bool onednn_gemm_uses_inner_product(const GemmArgs& args);
-
 // args.dtype must be f32. Throws UsageError when bf16 is asked and unavailable.
 void onednn_gemm(const GemmArgs& args);
 

@@ -35,7 +35,8 @@ inline dnnl::matmul make_onednn_matmul(const dnnl::engine& engine, const dnnl::m
 // C (m, n) = A (m, k) · Wᵀ + beta·C as oneDNN's inner product (forward, no bias): a is A
 // as stored (dense rows), c is C, w_any is W (n, k) with format_tag::any, so that the
 // primitive picks its blocked weight layout (its weights_desc(), which the caller reorders W
-// into). relpos's x·Wᵀ products on AMX (autograd/cpu/onednn_gemm.cpp says why).
+// into). Measured against the matmul for relpos's products and not used by them
+// (bench/gemm_in_torch.cpp, bench/results/gemm-gap.md).
 inline dnnl::inner_product_forward::primitive_desc make_onednn_inner_product(
     const dnnl::engine& engine, const dnnl::memory::desc& a, const dnnl::memory::desc& w_any,
     const dnnl::memory::desc& c, float beta) {
