@@ -22,7 +22,7 @@ using dnnl::memory;
 struct Product {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
-  bool inner_product = false;
+  bool inner_product = false, reorder_each_call = true;
   dnnl::matmul matmul;
   dnnl::inner_product_forward product;
   dnnl::reorder to_blocked;
@@ -38,7 +38,9 @@ extern "C" {
 // (k, n); dense rows. kind 0: the matmul primitive (relpos's bf16 products,
 // autograd/cpu/onednn_gemm.cpp); 1: the inner product with W = op(B)ᵀ reordered into its
 // blocked layout on every call (A not transposed only), the alternative measured in
-// bench/results/gemm-gap.md. bf16_c: C in bf16, else f32. Null when oneDNN refuses.
+// bench/results/gemm-gap.md; 2: the same with W reordered once, here (what a blocked copy of
+// W kept across a training step would give). bf16_c: C in bf16, else f32. Null when oneDNN
+// refuses.
 void* relpos_gemm_make(std::int64_t m, std::int64_t n, std::int64_t k, int trans_a, int trans_b,
                        int kind, int bf16_c, void* a, void* b, void* c) {
   using dt = memory::data_type;
@@ -47,7 +49,7 @@ void* relpos_gemm_make(std::int64_t m, std::int64_t n, std::int64_t k, int trans
       trans_a ? memory::desc({m, k}, dt::bf16, {1, m}) : memory::desc({m, k}, dt::bf16, {k, 1});
   const memory::desc cd({m, n}, bf16_c ? dt::bf16 : dt::f32, {n, 1});
   try {
-    if (kind == 1) {
+    if (kind == 1 || kind == 2) {
       if (trans_a) return nullptr;
       // W (n, k) = op(B)ᵀ as stored: B itself when trans_b, B read transposed otherwise.
       const memory::desc wd =
@@ -59,6 +61,11 @@ void* relpos_gemm_make(std::int64_t m, std::int64_t n, std::int64_t k, int trans
       p->w = memory(wd, p->engine, b);
       p->w_blocked = memory(pd.weights_desc(), p->engine);
       p->to_blocked = dnnl::reorder(p->w, p->w_blocked);
+      p->reorder_each_call = kind == 1;
+      if (kind == 2) {
+        p->to_blocked.execute(p->stream, p->w, p->w_blocked);
+        p->stream.wait();
+      }
       p->args = {{DNNL_ARG_SRC, memory(ad, p->engine, a)},
                  {DNNL_ARG_WEIGHTS, p->w_blocked},
                  {DNNL_ARG_DST, memory(cd, p->engine, c)}};
@@ -79,10 +86,12 @@ void* relpos_gemm_make(std::int64_t m, std::int64_t n, std::int64_t k, int trans
 void relpos_gemm_run(void* handle) {
   auto* p = static_cast<Product*>(handle);
   if (p->inner_product) {
-    const int threads = omp_get_max_threads();  // the reorder on this thread alone
-    omp_set_num_threads(1);
-    p->to_blocked.execute(p->stream, p->w, p->w_blocked);
-    omp_set_num_threads(threads);
+    if (p->reorder_each_call) {
+      const int threads = omp_get_max_threads();  // the reorder on this thread alone
+      omp_set_num_threads(1);
+      p->to_blocked.execute(p->stream, p->w, p->w_blocked);
+      omp_set_num_threads(threads);
+    }
     p->product.execute(p->stream, p->args);
   } else {
     p->matmul.execute(p->stream, p->args);

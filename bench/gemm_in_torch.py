@@ -13,8 +13,11 @@ bf16 operands as torch tensors (64-byte aligned), and times each of the model's 
   matmul16   the same writing a bf16 C (what a bf16 output would give);
   ip         oneDNN 2.6's inner product where A is not transposed (x·Wᵀ, dz·W), W reordered
              into its blocked layout on every call (on the calling thread alone), the matmul
-             for dzᵀ·x; f32 C. Measured as an alternative, not used by relpos (faster on 1
-             thread, slower on 2: bench/results/gemm-gap.md).
+             for dzᵀ·x; f32 C. Measured as an alternative, not used by relpos (faster than
+             the matmul in most runs, but not on a 2-thread training step:
+             bench/results/gemm-gap.md).
+  ipkept     the same with W reordered once, outside the timing: what a blocked copy of W
+             kept across a training step would give.
 
 Each repetition runs every path once on the shape, in turn; every call is timed on its own
 (perf_counter around one call, after one warm-up call per path). Prints a markdown table:
@@ -45,7 +48,7 @@ def linear_gemms(d_in, d_out):
 
 GEMMS = (linear_gemms(256, 768) + linear_gemms(256, 256) + linear_gemms(256, 1024)
          + linear_gemms(1024, 256))
-PATHS = ("torch", "matmul", "matmul16", "ip")
+PATHS = ("torch", "matmul", "matmul16", "ip", "ipkept")
 
 
 def cpu_name():
@@ -106,10 +109,12 @@ def main():
 
         h_matmul, h_matmul16 = make(0, 0, c32), make(0, 1, c16b)
         h_ip = make(1, 0, c32) if not trans_a else h_matmul
+        h_ipkept = make(2, 0, c32) if not trans_a else h_matmul
         calls = {"torch": lambda: torch.matmul(a_op, b_op, out=c16),
                  "matmul": lambda: lib.relpos_gemm_run(h_matmul),
                  "matmul16": lambda: lib.relpos_gemm_run(h_matmul16),
-                 "ip": lambda: lib.relpos_gemm_run(h_ip)}
+                 "ip": lambda: lib.relpos_gemm_run(h_ip),
+                 "ipkept": lambda: lib.relpos_gemm_run(h_ipkept)}
         for call in calls.values():  # warm-up: first-call work left out
             call()
         seconds = {p: [] for p in PATHS}
@@ -133,9 +138,9 @@ def main():
           f"torch.matmul (torch {torch.__version__}) in one process\n")
     print(f"{cpu_name()}, {args.threads} thread(s), {args.reps} calls per path and shape, the "
           "paths alternating call by call. ms: median; ratios: the path's rate / torch's.\n")
-    print("| GEMM | torch ms | matmul ms | matmul16 ms | ip ms | matmul / torch | "
-          "matmul16 / torch | ip / torch | ip / matmul |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| GEMM | torch ms | matmul ms | matmul16 ms | ip ms | ipkept ms | matmul / torch | "
+          "matmul16 / torch | ip / torch | ipkept / torch | ip / matmul |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, med, _ in rows:
         print(f"| {name} | " + " | ".join(f"{med[p] * 1e3:.3f}" for p in PATHS) + " | "
               + " | ".join(f"{med['torch'] / med[p]:.2f}" for p in PATHS[1:])
