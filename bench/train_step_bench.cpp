@@ -28,6 +28,7 @@
 #include "autograd/threads.h"
 #include "bench/parse_arguments.h"
 #include "bench/timing.h"
+#include "layers/transformer.h"
 #include "optim/clip.h"
 #include "train/config/config.h"
 #include "train/trainer.h"
@@ -104,13 +105,34 @@ std::int64_t count_without_position(const TransformerLM& model) {
   return n;
 }
 
-// Model FLOPs per token (bench/README.md): 6 N + 6 n_layers L d_model, where N is
-// count_without_position. With tied embeddings the token table is counted once,
-// as the LM head's matmul.
-double model_flops_per_token(const TransformerLM& model, std::int64_t len) {
+// FLOPs per token of the position schemes' own products, forward and backward
+// (bench/README.md): Transformer-XL's (q + v)·(W_r R)ᵀ over the causal distances,
+// 3·L·d_model a layer (one product where the content has two: half their 6·L·d_model), and its
+// projection W_r R of the L distances, made once a step (forward and W_r's gradient:
+// 4·L·d_model² a step, over batch·L tokens); Shaw's q·Bᵀ and bins·A, 6·(2k+1)·d_model each. The
+// other schemes add no product.
+double position_flops_per_token(const ModelConfig& c, std::int64_t len, std::int64_t batch) {
+  const double d = static_cast<double>(c.d_model), l = static_cast<double>(len);
+  double flops = 0.0;
+  for (std::int64_t layer = 0; layer < c.n_layers; ++layer) {
+    const PositionConfig& p = layer_position(c, layer);
+    if (p.scheme == "xl") flops += 3.0 * l * d + 4.0 * d * d / static_cast<double>(batch);
+    if (p.scheme != "shaw") continue;
+    const double bins = static_cast<double>(2 * p.get<std::int64_t>("max_relative") + 1);
+    flops += 6.0 * bins * d *
+             ((p.get<bool>("shaw_keys") ? 1.0 : 0.0) + (p.get<bool>("shaw_values") ? 1.0 : 0.0));
+  }
+  return flops;
+}
+
+// Model FLOPs per token (bench/README.md): 6 N + 6 n_layers L d_model + the position
+// scheme's products, where N is count_without_position. With tied embeddings the token
+// table is counted once, as the LM head's matmul.
+double model_flops_per_token(const TransformerLM& model, std::int64_t len, std::int64_t batch) {
   const ModelConfig& c = model.config();
   return 6.0 * static_cast<double>(count_without_position(model)) +
-         6.0 * static_cast<double>(c.n_layers * len * c.d_model);
+         6.0 * static_cast<double>(c.n_layers * len * c.d_model) +
+         position_flops_per_token(c, len, batch);
 }
 
 double peak_rss_mib() {
@@ -147,7 +169,7 @@ nlohmann::json run_training(const Options& o) {
   }
   const double median_step = bench::median(step_seconds);
   const double tokens_per_s = static_cast<double>(batch * o.len) / median_step;
-  const double flops_per_token = model_flops_per_token(model, o.len);
+  const double flops_per_token = model_flops_per_token(model, o.len, batch);
   return {{"framework", "relpos"},
           {"blas_kernel", blas_kernel_name()},
           {"scheme", o.scheme},
@@ -160,6 +182,7 @@ nlohmann::json run_training(const Options& o) {
           {"parameters", model.parameter_count()},
           {"model_parameters", count_without_position(model)},
           {"flops_per_token", flops_per_token},
+          {"position_flops_per_token", position_flops_per_token(model.config(), o.len, batch)},
           {"median_step_s", median_step},
           // Process CPU seconds of a step (all threads): with one thread, the step's time
           // without the waits for a core on a shared machine.

@@ -329,9 +329,21 @@ def model_parameter_count(model):
     return sum(p.numel() for n, p in model.named_parameters() if not n.startswith("position."))
 
 
-def flops_per_token(model, length):
-    """6 N + 6 n_layers L d_model (bench/README.md)."""
-    return 6.0 * model_parameter_count(model) + 6.0 * N_LAYERS * length * D_MODEL
+def position_flops_per_token(scheme, length, batch):
+    """The position scheme's own products, forward and backward (bench/README.md): XL's
+    (q + v)·(W_r R)ᵀ over the causal distances and its W_r R projection once a step; Shaw's
+    q·Bᵀ and bins·A. As bench_train counts them."""
+    if scheme == "xl":
+        return N_LAYERS * (3.0 * length * D_MODEL + 4.0 * D_MODEL * D_MODEL / batch)
+    if scheme == "shaw":
+        return N_LAYERS * 2 * 6.0 * (2 * SHAW_CLIP + 1) * D_MODEL
+    return 0.0
+
+
+def flops_per_token(model, scheme, length, batch):
+    """6 N + 6 n_layers L d_model + the position scheme's products (bench/README.md)."""
+    return (6.0 * model_parameter_count(model) + 6.0 * N_LAYERS * length * D_MODEL
+            + position_flops_per_token(scheme, length, batch))
 
 
 def load_corpus():
@@ -410,7 +422,7 @@ def main():
 
     median_step = statistics.median(step_seconds)
     tokens_per_s = batch * args.len / median_step
-    flops = flops_per_token(model, args.len)
+    flops = flops_per_token(model, args.scheme, args.len, batch)
     print(json.dumps({
         "framework": "torch",
         "torch_version": torch.__version__,

@@ -140,28 +140,28 @@ void backward_head(const BackwardTensors& t, const FlashGeometry& g, std::int64_
     const std::int64_t key_end = g.key_end(i0 + rows - 1);
     for (std::int64_t j0 = g.key_begin(i0); j0 < key_end; j0 += g.k_tile) {
       const FlashBlock blk{i0, rows, j0, std::min(g.k_tile, key_end - j0)};
-      T* p = scratch.logits.data();
-      T* ds = scratch.grad.data();
-      cpu::block_logits<T>(a, g, b, h, blk, p, scratch, fire.defined() ? &fire : nullptr);
+      T* p = scratch.logits(g);
+      T* ds = scratch.grad(g);
+      cpu::block_logits<T>(a, g, b, h, blk, p, fire.defined() ? &fire : nullptr);
       // dp = grad_out_tile · v_tileᵀ (the first D columns of grad_out)
       cpu::tile_gemm<T>(a.precision, false, true, rows, blk.cols, g.dim, T(1), go.row(i0),
-                        go.stride, v.row(j0), v.stride, T(0), ds, g.k_tile);
+                        go.stride, v.row(j0), v.stride, T(0), ds, g.s_ld);
       for (std::int64_t r = 0; r < rows; ++r) {
         const T* grad_bins = a.value_bins ? go.row(i0 + r) + g.dim : nullptr;
-        logits_gradient_row(g, blk, r, lse[i0 + r], delta[i0 + r], grad_bins, p + r * g.k_tile,
-                            ds + r * g.k_tile);
+        logits_gradient_row(g, blk, r, lse[i0 + r], delta[i0 + r], grad_bins, p + r * g.s_ld,
+                            ds + r * g.s_ld);
       }
       if (dv.base)  // dv_tile += pᵀ · grad_out_tile
-        cpu::tile_gemm<T>(a.precision, true, false, blk.cols, g.dim, rows, T(1), p, g.k_tile,
+        cpu::tile_gemm<T>(a.precision, true, false, blk.cols, g.dim, rows, T(1), p, g.s_ld,
                           go.row(i0), go.stride, T(1), dv.row(j0), dv.stride);
       if (dk.base)  // dk_tile += scale · dsᵀ · q_tile
-        cpu::tile_gemm<T>(a.precision, true, false, blk.cols, g.dim, rows, scale, ds, g.k_tile,
+        cpu::tile_gemm<T>(a.precision, true, false, blk.cols, g.dim, rows, scale, ds, g.s_ld,
                           q.row(i0), q.stride, T(1), dk.row(j0), dk.stride);
       if (dq_rows.base)  // dq_tile += scale · ds · k_tile
-        cpu::tile_gemm<T>(a.precision, false, false, rows, g.dim, blk.cols, scale, ds, g.k_tile,
+        cpu::tile_gemm<T>(a.precision, false, false, rows, g.dim, blk.cols, scale, ds, g.s_ld,
                           k.row(j0), k.stride, T(1), dq.data(), g.dim);
       for (std::int64_t r = 0; r < rows && (dbias || dclipped || fire_base); ++r) {
-        const T* dsr = ds + r * g.k_tile;
+        const T* dsr = ds + r * g.s_ld;
         const std::int64_t i = i0 + r, n = blk.visible(g, r);
         if (dbias) {
           double* acc = dbias + g.distance_index(i, j0);
@@ -172,21 +172,17 @@ void backward_head(const BackwardTensors& t, const FlashGeometry& g, std::int64_
           cpu::fire_gradient_row(fire, g, h, i, j0, n, dsr, scratch.fire_pieces, fire_sums);
       }
       if (xl && (dxq_rows.base || dr)) {
-        // E (rows, xl_width): the block's dlogits placed at their distance columns.
-        const std::int64_t lo = blk.xl_lo(g), width = blk.xl_width(g);
-        T* e = scratch.xl.data();
-        std::fill(e, e + rows * g.xl_ld, T(0));
-        for (std::int64_t r = 0; r < rows; ++r) {
-          T* er = e + r * g.xl_ld + blk.xl_shift(r);
-          const T* dsr = ds + r * g.k_tile;
-          for (std::int64_t c = 0, n = blk.visible(g, r); c < n; ++c) er[c] = term_scale * dsr[c];
-        }
+        // E (rows, xl_width) = rel_shift⁻¹(ds): the block's dlogits at their distance columns,
+        // ds read diagonally (FlashBlock), its words outside the keys zero.
+        blk.zero_xl_margins(g, ds);
+        const T* e = FlashBlock::xl_origin<const T>(ds, rows);
+        const std::int64_t lo = blk.xl_lo(g), width = blk.xl_width(g), lde = g.s_ld + 1;
         const T* r = a.xl_r.data<T>() + h * g.k_len * g.dim;  // (Lk, D) of head h
-        // dxq_tile += E · r_slice;  dr_slice += Eᵀ · xq_tile
-        cpu::position_gemm<T>(a.precision, false, false, rows, g.dim, width, e, g.xl_ld, r, g.k_len,
-                              g.dim, lo, T(1), dxq.data(), g.dim);
+        // dxq_tile += term_scale · E · r_slice;  dr_slice += term_scale · Eᵀ · xq_tile
+        cpu::position_gemm<T>(a.precision, false, false, rows, g.dim, width, term_scale, e, lde, r,
+                              g.k_len, g.dim, lo, T(1), dxq.data(), g.dim);
         if (dr)
-          cpu::tile_gemm<T>(a.precision, true, false, width, g.dim, rows, T(1), e, g.xl_ld,
+          cpu::tile_gemm<T>(a.precision, true, false, width, g.dim, rows, term_scale, e, lde,
                             xq.row(i0), xq.stride, T(1), dr + lo * g.dim, g.dim);
       }
     }

@@ -91,12 +91,12 @@ void forward_head(const FlashAttentionArgs& a, const FlashGeometry& g, std::int6
     const std::int64_t key_end = g.key_end(i0 + rows - 1);
     for (std::int64_t j0 = g.key_begin(i0); j0 < key_end; j0 += g.k_tile) {
       const FlashBlock blk{i0, rows, j0, std::min(g.k_tile, key_end - j0)};
-      T* s = scratch.logits.data();
-      cpu::block_logits<T>(a, g, b, h, blk, s, scratch, fire.defined() ? &fire : nullptr);
+      T* s = scratch.logits(g);
+      cpu::block_logits<T>(a, g, b, h, blk, s, fire.defined() ? &fire : nullptr);
       for (std::int64_t r = 0; r < rows; ++r)
-        online_softmax_row(g, blk, r, a.value_bins, s + r * g.k_tile, st);
+        online_softmax_row(g, blk, r, a.value_bins, s + r * g.s_ld, st);
       // out_tile += P · v_tile
-      cpu::tile_gemm<T>(a.precision, false, false, rows, g.dim, blk.cols, T(1), s, g.k_tile,
+      cpu::tile_gemm<T>(a.precision, false, false, rows, g.dim, blk.cols, T(1), s, g.s_ld,
                         v.row(j0), v.stride, T(1), st.out.data(), g.dim);
     }
     for (std::int64_t r = 0; r < rows; ++r) {

@@ -46,7 +46,11 @@ HeadRows<const T> head_rows_const(const Tensor& t, std::int64_t b, std::int64_t 
 
 struct FlashGeometry {
   std::int64_t batch, heads, q_len, k_len, dim, clip, width, n_dist;
-  std::int64_t q_tile, k_tile, xl_ld;  // tile sizes; xl_ld: columns of an XL block
+  std::int64_t q_tile, k_tile;  // tile sizes
+  // Row stride of a block's logits and their gradient, and the words kept before their first
+  // row. Transformer-XL's rows are q_tile - 1 words wider and its blocks start q_tile words in,
+  // so that the block read with stride s_ld + 1 is its term by distance (FlashBlock::xl_*).
+  std::int64_t s_ld, s_front;
   bool causal;
   AttentionChunk chunk;
 
@@ -61,7 +65,8 @@ struct FlashGeometry {
         n_dist(a.q.size(2) + a.k.size(2) - 1),
         q_tile(a.query_tile > 0 ? a.query_tile : kQueryTile),
         k_tile(a.key_tile > 0 ? a.key_tile : kKeyTile),
-        xl_ld(q_tile + k_tile - 1),
+        s_ld(a.xl_r.defined() ? q_tile + k_tile - 1 : k_tile),
+        s_front(a.xl_r.defined() ? q_tile : 0),
         causal(a.causal),
         chunk(a.chunk) {}
 
@@ -90,13 +95,31 @@ struct FlashBlock {
   std::int64_t hidden(const FlashGeometry& g, std::int64_t r) const {
     return std::clamp(g.key_begin(i0 + r) - j0, std::int64_t{0}, visible(g, r));
   }
-  // Transformer-XL: the distances the block needs, [xl_lo, xl_lo + xl_width), and the
-  // column of G (the block's query rows against those distances) that holds key j0 of row r.
+  // Transformer-XL: the distances the block needs, [xl_lo, xl_lo + xl_width), and G (rows,
+  // xl_width), the block's query rows against them. Row r's key j0 + c is G's column
+  // c + rows - 1 - r (rel_shift), so G(r, x) is the logit s[r * s_ld + x - (rows - 1 - r)]: G is
+  // s read from xl_origin with row stride s_ld + 1. G's columns that are no key of row r fall
+  // among the s_ld - cols >= rows - 1 words between row r's keys and row r + 1's (before row 0:
+  // the s_front words), which nothing else reads.
   std::int64_t xl_lo(const FlashGeometry& g) const { return g.distance_index(i0 + rows - 1, j0); }
   std::int64_t xl_width(const FlashGeometry& g) const {
     return std::min(g.distance_index(i0, j0 + cols - 1), g.k_len - 1) - xl_lo(g) + 1;
   }
-  std::int64_t xl_shift(std::int64_t r) const { return rows - 1 - r; }
+  template <class T>
+  static T* xl_origin(T* s, std::int64_t rows) {
+    return s - (rows - 1);
+  }
+  // Zeroes the words of a block's dlogits that its G view reads beyond row r's keys: columns
+  // [cols, cols + rows - 1) and the last rows - 1 of each row, and the front words.
+  template <class T>
+  void zero_xl_margins(const FlashGeometry& g, T* ds) const {
+    std::fill(ds - (rows - 1), ds, T(0));
+    for (std::int64_t r = 0; r < rows; ++r) {
+      T* row = ds + r * g.s_ld;
+      std::fill(row + cols, row + std::min(cols + rows - 1, g.s_ld), T(0));
+      std::fill(row + g.s_ld - (rows - 1), row + g.s_ld, T(0));
+    }
+  }
 };
 
 // Applies `body(j_begin, j_end, bin)` to the three clipped-distance ranges of keys
@@ -138,64 +161,62 @@ void tile_gemm(Precision precision, bool trans_a, bool trans_b, std::int64_t m, 
 // for f32 under Precision::bf16 (W_r R then is packed once per call, not once per block).
 template <class T>
 void position_gemm(Precision precision, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n,
-                   std::int64_t k, const T* a, std::int64_t lda, const T* r, std::int64_t r_rows,
-                   std::int64_t dim, std::int64_t first, T beta, T* c, std::int64_t ldc) {
+                   std::int64_t k, T alpha, const T* a, std::int64_t lda, const T* r,
+                   std::int64_t r_rows, std::int64_t dim, std::int64_t first, T beta, T* c,
+                   std::int64_t ldc) {
   if constexpr (std::is_same_v<T, float>) {
     if (precision == Precision::bf16)
-      return bf16_gemm_rows_window(trans_a, trans_b, m, n, k, 1.0f, a, lda, r, dim, r_rows, first,
+      return bf16_gemm_rows_window(trans_a, trans_b, m, n, k, alpha, a, lda, r, dim, r_rows, first,
                                    beta, c, ldc);
   }
-  gemm_rows<T>(trans_a, trans_b, m, n, k, T(1), a, lda, r + first * dim, dim, beta, c, ldc);
+  gemm_rows<T>(trans_a, trans_b, m, n, k, alpha, a, lda, r + first * dim, dim, beta, c, ldc);
 }
 
 // Per-thread scratch for one block, grown on first use and then reused (no
-// steady-state allocation): logits and their gradient (q_tile, k_tile), an XL
-// block (q_tile, xl_ld), and a block row's FIRE gradient sums per piece (grown by
-// cpu::fire_gradient_row).
+// steady-state allocation): logits and their gradient (q_tile, s_ld) after s_front
+// words, and a block row's FIRE gradient sums per piece (grown by cpu::fire_gradient_row).
 template <class T>
 struct FlashScratch {
-  std::vector<T> logits, xl, grad;
+  std::vector<T> logits_words, grad_words;
   std::vector<double> fire_pieces;
+  T* logits(const FlashGeometry& g) { return logits_words.data() + g.s_front; }
+  T* grad(const FlashGeometry& g) { return grad_words.data() + g.s_front; }
   static FlashScratch& local(const FlashGeometry& g) {
     thread_local FlashScratch scratch;
-    const auto block = static_cast<std::size_t>(g.q_tile * g.k_tile);
-    if (scratch.logits.size() < block) scratch.logits.resize(block);
-    if (scratch.grad.size() < block) scratch.grad.resize(block);
-    const auto xl = static_cast<std::size_t>(g.q_tile * g.xl_ld);
-    if (scratch.xl.size() < xl) scratch.xl.resize(xl);
+    const auto words = static_cast<std::size_t>(g.s_front + g.q_tile * g.s_ld);
+    if (scratch.logits_words.size() < words) scratch.logits_words.resize(words);
+    if (scratch.grad_words.size() < words) scratch.grad_words.resize(words);
     return scratch;
   }
 };
 
-// s (rows, k_tile) = the block's logits; masked entries are -inf (their exp is 0, so
-// every later use of the row treats them as absent).
+// s (rows, cols), row stride s_ld = the block's logits; masked entries are -inf (their exp
+// is 0, so every later use of the row treats them as absent).
 // fire: FIRE's tables when the call has that term (null otherwise).
 template <class T>
 void block_logits(const FlashAttentionArgs& a, const FlashGeometry& g, std::int64_t b,
-                  std::int64_t h, const FlashBlock& blk, T* s, FlashScratch<T>& scratch,
-                  const FireTables<T>* fire) {
-  T* xl_scratch = scratch.xl.data();
+                  std::int64_t h, const FlashBlock& blk, T* s, const FireTables<T>* fire) {
   const HeadRows<const T> q = head_rows_const<T>(a.q, b, h);
   const HeadRows<const T> k = head_rows_const<T>(a.k, b, h);
   const T term_scale = static_cast<T>(a.term_scale);
   // s = scale * q_tile · k_tileᵀ
   tile_gemm<T>(a.precision, false, true, blk.rows, blk.cols, g.dim, static_cast<T>(a.scale),
-               q.row(blk.i0), q.stride, k.row(blk.j0), k.stride, T(0), s, g.k_tile);
-  std::int64_t xl_width = 0;
+               q.row(blk.i0), q.stride, k.row(blk.j0), k.stride, T(0), s, g.s_ld);
   if (a.xl_r.defined()) {
-    // G (rows, xl_width) = xl_query_tile · (W_r R)[xl_lo .. xl_lo + xl_width)ᵀ
+    // s += term_scale · rel_shift(G): G (rows, xl_width) = xl_query_tile ·
+    // (W_r R)[xl_lo .. xl_lo + xl_width)ᵀ, accumulated into s read diagonally (FlashBlock).
     const HeadRows<const T> xq = head_rows_const<T>(a.xl_query, b, h);
     const T* r = a.xl_r.data<T>() + h * g.k_len * g.dim;  // (Lk, D) of head h
-    xl_width = blk.xl_width(g);
-    position_gemm<T>(a.precision, false, true, blk.rows, xl_width, g.dim, xq.row(blk.i0), xq.stride,
-                     r, g.k_len, g.dim, blk.xl_lo(g), T(0), xl_scratch, g.xl_ld);
+    position_gemm<T>(a.precision, false, true, blk.rows, blk.xl_width(g), g.dim, term_scale,
+                     xq.row(blk.i0), xq.stride, r, g.k_len, g.dim, blk.xl_lo(g), T(1),
+                     FlashBlock::xl_origin(s, blk.rows), g.s_ld + 1);
   }
   const T* bias = a.distance_bias.defined() ? a.distance_bias.data<T>() + h * g.n_dist : nullptr;
   const T* clipped =
       a.clipped.defined() ? a.clipped.data<T>() + (b * g.heads + h) * g.q_len * g.width : nullptr;
   for (std::int64_t r = 0; r < blk.rows; ++r) {
     const std::int64_t i = blk.i0 + r, n = blk.visible(g, r);
-    T* row = s + r * g.k_tile;
+    T* row = s + r * g.s_ld;
     if (bias) {
       const T* br = bias + g.distance_index(i, blk.j0);
       for (std::int64_t c = 0; c < n; ++c) row[c] += br[c];
@@ -214,10 +235,6 @@ void block_logits(const FlashAttentionArgs& a, const FlashGeometry& g, std::int6
                                out[j] += term_scale * cl[j + band_offset];
                            }
                          });
-    }
-    if (xl_width > 0) {
-      const T* x = xl_scratch + r * g.xl_ld + blk.xl_shift(r);
-      for (std::int64_t c = 0; c < n; ++c) row[c] += term_scale * x[c];
     }
     if (fire) fire->add_bias(g, h, i, blk.j0, n, row);
     std::fill(row + n, row + blk.cols, -std::numeric_limits<T>::infinity());

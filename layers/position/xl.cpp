@@ -15,17 +15,20 @@
 namespace relpos {
 namespace {
 
-// W_r R for distances k_len-1 .. 0 (clamped to clamp_len when > 0):
-// w_r (H*D, d_model) -> (H, Lk, D).
-Tensor xl_relative_encodings(const Tensor& w_r, std::int64_t k_len, std::int64_t heads,
-                             std::int64_t clamp_len) {
+// R: the sinusoids of distances k_len-1 .. 0 (clamped to clamp_len when > 0), (Lk, d_model).
+Tensor xl_sinusoids(std::int64_t k_len, std::int64_t d_model, std::int64_t clamp_len, DType dtype,
+                    Device device) {
   std::vector<double> distances(static_cast<std::size_t>(k_len));
   for (std::int64_t c = 0; c < k_len; ++c) {
     const std::int64_t t = k_len - 1 - c;
     distances[c] = static_cast<double>(clamp_len > 0 ? std::min(t, clamp_len) : t);
   }
-  const std::int64_t d_model = w_r.size(1), head_dim = w_r.size(0) / heads;
-  Tensor r_sin = concatenated_sinusoids(distances, d_model, w_r.dtype()).to(w_r.device());
+  return concatenated_sinusoids(distances, d_model, dtype).to(device);
+}
+
+// W_r R: w_r (H*D, d_model), r_sin (Lk, d_model) -> (H, Lk, D).
+Tensor xl_relative_encodings(const Tensor& w_r, const Tensor& r_sin, std::int64_t heads) {
+  const std::int64_t k_len = r_sin.size(0), head_dim = w_r.size(0) / heads;
   Tensor r = matmul(r_sin, transpose(w_r, 0, 1));                   // (Lk, H*D)
   return permute(reshape(r, {k_len, heads, head_dim}), {1, 0, 2});  // (H, Lk, D)
 }
@@ -51,7 +54,7 @@ class XlPosition final : public PositionScheme {
 
   PositionTerms terms(std::int64_t layer, std::int64_t, std::int64_t k_len) const override {
     PositionTerms t;
-    t.xl_r = xl_relative_encodings(w_r_[layer], k_len, heads_, clamp_len_);
+    t.xl_r = xl_relative_encodings(w_r_[layer], sinusoids(k_len, w_r_[layer]), heads_);
     const std::size_t pair = u_.size() == 1 ? 0 : static_cast<std::size_t>(layer);
     t.xl_u = u_[pair];
     t.xl_v = v_[pair];
@@ -59,10 +62,20 @@ class XlPosition final : public PositionScheme {
   }
 
  private:
+  // R for k_len keys in w_r's dtype and device, kept from the last call: every layer and
+  // step reads the same constant table (no gradient).
+  const Tensor& sinusoids(std::int64_t k_len, const Tensor& w_r) const {
+    if (!r_sin_.defined() || r_sin_.size(0) != k_len || r_sin_.dtype() != w_r.dtype() ||
+        r_sin_.device() != w_r.device())
+      r_sin_ = xl_sinusoids(k_len, w_r.size(1), clamp_len_, w_r.dtype(), w_r.device());
+    return r_sin_;
+  }
+
   std::int64_t heads_;
   std::int64_t clamp_len_;
   std::vector<Tensor> w_r_;    // per layer (H*D, d_model)
   std::vector<Tensor> u_, v_;  // one shared (H, D) pair, or one per layer
+  mutable Tensor r_sin_;       // (Lk, d_model), see sinusoids()
 };
 
 void validate_xl(const PositionConfig& c, const SchemeContext& context) {
