@@ -25,6 +25,8 @@
 #include "autograd/cpu/bf16_round.h"
 #include "autograd/cpu/onednn_gemm.h"
 #include "autograd/random.h"
+#include "autograd/storage.h"
+#include "autograd/tensor.h"
 #include "autograd/threads.h"
 #include "bench/model_gemms.h"
 #include "bench/parse_arguments.h"
@@ -56,10 +58,19 @@ GemmArgs args_of(const Gemm& g, const float* a, const float* b, float* c) {
   return args;
 }
 
-std::vector<float> random_floats(std::int64_t n, relpos::Rng& rng) {
-  const relpos::Tensor t = relpos::randn({n}, rng);  // f32
-  return {t.data<float>(), t.data<float>() + n};
-}
+// Every operand and result lives in relpos's tensor allocator: 64-byte aligned, as in
+// training and as PyTorch's tensors are. (std::vector's large blocks start 16 bytes into a
+// page, and oneDNN 2.6's AMX kernels ran up to 3.5x slower on them: bench/results/gemm-gap.md.)
+relpos::Tensor random_floats(std::int64_t n, relpos::Rng& rng) { return relpos::randn({n}, rng); }
+
+// A 64-byte aligned block of n bf16 values (uint16 bits).
+struct Bf16Block {
+  explicit Bf16Block(std::size_t n)
+      : storage(n * sizeof(std::uint16_t), relpos::Device::cpu),
+        bits(static_cast<std::uint16_t*>(storage.data())) {}
+  relpos::Storage storage;
+  std::uint16_t* bits;
+};
 
 void openblas(const GemmArgs& g) {
   cblas_sgemm(CblasRowMajor, g.trans_a ? CblasTrans : CblasNoTrans,
@@ -73,22 +84,20 @@ void openblas(const GemmArgs& g) {
 // bf16_c, a bf16 C of its own.
 class RawBf16 {
  public:
-  RawBf16(const Gemm& g, const std::vector<float>& a, const std::vector<float>& b, float* c,
-          bool bf16_c)
-      : a16_(a.size()),
-        b16_(b.size()),
+  RawBf16(const Gemm& g, const relpos::Tensor& a, const relpos::Tensor& b, float* c, bool bf16_c)
+      : a16_(static_cast<std::size_t>(a.numel())),
+        b16_(static_cast<std::size_t>(b.numel())),
         c16_(bf16_c ? static_cast<std::size_t>(g.m * g.n) : 0),
         matmul_(g.m, g.n, g.k, g.trans_a, g.trans_b, true, rounded(a, a16_), rounded(b, b16_),
-                bf16_c ? static_cast<void*>(c16_.data()) : c, bf16_c) {}
+                bf16_c ? static_cast<void*>(c16_.bits) : c, bf16_c) {}
   void run() { matmul_.run(); }
 
  private:
-  static const std::uint16_t* rounded(const std::vector<float>& x,
-                                      std::vector<std::uint16_t>& out) {
-    std::transform(x.begin(), x.end(), out.begin(), relpos::cpu::to_bf16);
-    return out.data();
+  static const std::uint16_t* rounded(const relpos::Tensor& x, Bf16Block& out) {
+    std::transform(x.data<float>(), x.data<float>() + x.numel(), out.bits, relpos::cpu::to_bf16);
+    return out.bits;
   }
-  std::vector<std::uint16_t> a16_, b16_, c16_;
+  Bf16Block a16_, b16_, c16_;
   relpos::bench::OnednnMatmul matmul_;
 };
 #endif
@@ -136,10 +145,11 @@ int main(int argc, char** argv) {
   double total_flops = 0;
   std::vector<double> total_seconds(path_names.size(), 0.0);
   for (const Gemm& g : gemms) {
-    const std::vector<float> a = random_floats(g.m * g.k, rng);
-    const std::vector<float> b = random_floats(g.k * g.n, rng);
-    std::vector<float> c(static_cast<std::size_t>(g.m * g.n));
-    const GemmArgs fp32 = args_of(g, a.data(), b.data(), c.data());
+    const relpos::Tensor a = random_floats(g.m * g.k, rng);  // f32
+    const relpos::Tensor b = random_floats(g.k * g.n, rng);
+    const relpos::Tensor c = relpos::Tensor::zeros({g.m * g.n});
+    float* const c_data = c.data<float>();
+    const GemmArgs fp32 = args_of(g, a.data<float>(), b.data<float>(), c_data);
     std::vector<std::function<void()>> paths{[&] { openblas(fp32); }};
     if (relpos::cpu::onednn_built()) paths.push_back([&] { relpos::cpu::onednn_gemm(fp32); });
 #if RELPOS_HAVE_ONEDNN
@@ -147,8 +157,8 @@ int main(int argc, char** argv) {
     bf16_args.precision = relpos::Precision::bf16;
     std::unique_ptr<RawBf16> raw, raw_c16;
     if (bf16) {
-      raw = std::make_unique<RawBf16>(g, a, b, c.data(), false);
-      raw_c16 = std::make_unique<RawBf16>(g, a, b, c.data(), true);
+      raw = std::make_unique<RawBf16>(g, a, b, c_data, false);
+      raw_c16 = std::make_unique<RawBf16>(g, a, b, c_data, true);
       paths.push_back([&] { relpos::cpu::onednn_gemm(bf16_args); });
       paths.push_back([&] { raw->run(); });
       paths.push_back([&] { raw_c16->run(); });

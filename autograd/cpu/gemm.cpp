@@ -70,6 +70,13 @@ void gemm_typed(const GemmArgs& g) {
 // packed in MKL's layout, on the 8 products that have a weight). Nowhere near the 1.3x that
 // would pay for a second GEMM library, so no product goes to MKL; bench_gemm_mkl stays as
 // the probe to run again on another CPU.
+// bf16 products stay on oneDNN's matmul primitive (onednn_gemm.cpp). Timed in one process
+// with torch.matmul bf16 (bench/gemm_in_torch.py, AMX Xeon, 1 and 2 threads), they ran
+// 0.67-0.80 of its rate over the 12; oneDNN 2.6's inner product with W reordered into its
+// blocked layout ran 1.07-1.32x the matmul in 11 of 14 such runs and 0.82x in 3, but the bf16
+// training step at 2 threads was slower with it whenever a neighbour held a core (5 of 5
+// such steps) and level or faster in the 2 clean pairs, so it is not used
+// (bench/results/gemm-gap.md).
 bool f32_through_onednn(const GemmArgs& args) { return cpu::onednn_built() && args.batch == 1; }
 
 }  // namespace
