@@ -2,7 +2,8 @@
 // tests/attention_harness.h: its products against the software rounding path, every
 // scheme against the fp64 composed reference,
 // determinism of the table gradients, that bf16 is really used, and the fallback
-// without AVX512-BF16.
+// without AVX512-BF16. Where AMX runs, the kernel's products run on AMX tiles except where a
+// case names vdpbf16ps (cpu::AmxTilesSwitchedOff); tests/test_flash_amx.cpp compares the two.
 //
 // Tolerance. bfloat16 keeps 8 significant bits, so rounding to nearest has relative
 // error at most u = 2^-8 ≈ 3.9e-3, and a product of two rounded operands (exact in f32)
@@ -58,6 +59,7 @@ TEST_CASE("bf16 products on vdpbf16ps equal the software rounding to f32 summati
     WARN("SKIPPED: this CPU lacks AVX512-BF16, so there is no vdpbf16ps path to compare");
     return;
   }
+  cpu::AmxTilesSwitchedOff vdpbf16ps;  // AMX against both: tests/test_flash_amx.cpp
   Rng rng(80);
   // Odd sizes: partial 16-lane vectors, partial 6-row micro-tiles, an odd k (a half pair).
   const std::int64_t m = 37, n = 45, k = 19;
@@ -240,9 +242,12 @@ TEST_CASE("bf16 flash attention without AVX512-BF16 rounds in software to the sa
       c.query_tile = query_tile;
       c.key_tile = key_tile;
       INFO(testing::describe(c));
-      const auto native = testing::every_term_results(c, DType::f32, Precision::bf16);
+      std::vector<Tensor> native, software;
+      {
+        cpu::AmxTilesSwitchedOff vdpbf16ps;  // AMX against vdpbf16ps: tests/test_flash_amx.cpp
+        native = testing::every_term_results(c, DType::f32, Precision::bf16);
+      }
       const auto fp32 = testing::every_term_results(c, DType::f32, Precision::fp32);
-      std::vector<Tensor> software;
       {
         cpu::Bf16InstructionsSwitchedOff off;
         software = testing::every_term_results(c, DType::f32, Precision::bf16);

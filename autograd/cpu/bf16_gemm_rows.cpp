@@ -1,5 +1,7 @@
-// bf16 products of the tiled attention on AVX512-BF16 (vdpbf16ps), with a
-// software fallback. Only this file knows the packed layout.
+// bf16 products of the tiled attention on AMX tiles (autograd/cpu/amx_tile_product.cpp)
+// or AVX512-BF16 (vdpbf16ps), with a software fallback. Only this file knows the packed
+// layout. AMX reads B as packed below (a tile row is 16 words of one pair row), and A as
+// rows of words like the broadcast A, padded to 16 rows and 16 words (pack_a_for_tiles).
 //
 // Tile layout. vdpbf16ps multiplies two vectors of 32 bf16 as 16 pairs and adds each
 // pair's two products to one f32 lane: lane l += x[2l]·y[2l] + x[2l+1]·y[2l+1]. A
@@ -30,8 +32,11 @@
 #include <array>
 #include <atomic>
 #include <bit>
+#include <cstdlib>
+#include <cstring>
 #include <vector>
 
+#include "autograd/cpu/amx_tile_product.h"
 #include "autograd/cpu/blas_call.h"
 #include "autograd/cpu/cpu_features.h"
 
@@ -40,9 +45,11 @@
 #define RELPOS_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
 // GCC 12's AVX-512 intrinsics pass an undefined vector as the unused merge source of
-// unmasked operations, which -Wmaybe-uninitialized reports once they are inlined.
+// unmasked operations, which -Wmaybe-uninitialized (or, inlined into a loop,
+// -Wuninitialized) reports once they are inlined.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
 namespace relpos::cpu {
@@ -51,6 +58,7 @@ namespace {
 using Word = std::uint32_t;
 
 std::atomic<bool> g_switched_off{false};
+std::atomic<bool> g_amx_switched_off{false};
 
 constexpr std::int64_t kRowsPerTile = 6;     // micro-kernel rows of C
 constexpr std::int64_t kVectorsPerTile = 4;  // micro-kernel 16-lane vectors of C
@@ -174,6 +182,21 @@ RELPOS_BF16_TARGET void pack_pairs_transposed(const float* src, std::int64_t src
   }
 }
 
+// src (rows, cols) words, both multiples of 16 → dst (cols, rows): dst[j * rows + i] =
+// src[i * cols + j].
+RELPOS_BF16_TARGET void transpose_words(const Word* src, std::int64_t rows, std::int64_t cols,
+                                        Word* dst) {
+  __m512i block[16];
+  for (std::int64_t i0 = 0; i0 < rows; i0 += 16)
+    for (std::int64_t j0 = 0; j0 < cols; j0 += 16) {
+      for (std::int64_t i = 0; i < 16; ++i)
+        block[i] = _mm512_loadu_si512(src + (i0 + i) * cols + j0);
+      transpose16(block);
+      for (std::int64_t j = 0; j < 16; ++j)
+        _mm512_storeu_si512(dst + (j0 + j) * rows + i0, block[j]);
+    }
+}
+
 // C rows [0, MR) × vectors [0, NV) += or = alpha · Σ_kk A[m][kk] ⊙ B[kk][16v ..], where
 // A[m][kk] is a[m * a_m + kk * a_k] and B[kk][n] is b[kk * ldb + n]; `last` masks the
 // final vector's lanes.
@@ -278,13 +301,36 @@ const PackedB& packed_b_operand(bool trans_b, std::int64_t n, std::int64_t k, co
   const std::int64_t pairs = (k + 1) / 2;
   *slot = {b, ldb, n, k, round_up16(n), trans_b, call, ++uses, std::move(slot->words)};
   // The 16 words after the last row let a window of columns that starts anywhere load
-  // whole vectors (their extra lanes are masked when C is stored).
-  slot->words.assign(static_cast<std::size_t>(pairs * slot->ld + 16), Word{0});
+  // whole vectors (their extra lanes are masked when C is stored); the 16 zero rows
+  // before them let AMX load whole 16-row tiles from any pair (A is zero there).
+  slot->words.assign(static_cast<std::size_t>((pairs + 16) * slot->ld + 16), Word{0});
   if (trans_b)  // B is (n, k)
     pack_pairs_transposed(b, ldb, n, k, slot->words.data(), slot->ld);
   else
     pack_pairs_of_rows(b, ldb, k, n, 0, slot->words.data(), slot->ld);
   return *slot;
+}
+
+// A (f32; (m, k) or, trans_a, (k, m); after `lead` zero columns of op(A)) packed for
+// amx_tile_product: word (r, kk) at dst[r * round_up16(pairs) + kk], zero at kk >= pairs
+// and at rows r >= m, round_up16(m) rows.
+void pack_a_for_tiles(bool trans_a, std::int64_t m, std::int64_t k, std::int64_t lead,
+                      const float* a, std::int64_t lda, std::vector<Word>& dst) {
+  const std::int64_t pairs = (lead + k + 1) / 2, ld = round_up16(pairs), rows = round_up16(m);
+  dst.resize(static_cast<std::size_t>(rows * ld));
+  if (!trans_a) {
+    pack_pairs_along_rows(a, lda, m, k, lead, dst.data(), ld);
+    for (std::int64_t r = 0; r < m; ++r)
+      std::fill(dst.begin() + r * ld + pairs, dst.begin() + (r + 1) * ld, Word{0});
+    std::fill(dst.begin() + m * ld, dst.end(), Word{0});
+    return;
+  }
+  // Pairs of A's rows, word (kk, r) at by_pairs[kk * rows + r], then 16 × 16 transposes.
+  thread_local std::vector<Word> by_pairs;
+  by_pairs.resize(static_cast<std::size_t>(ld * rows));
+  pack_pairs_of_rows(a, lda, k, m, lead, by_pairs.data(), rows);
+  std::fill(by_pairs.begin() + pairs * rows, by_pairs.end(), Word{0});
+  transpose_words(by_pairs.data(), ld, rows, dst.data());
 }
 
 // C (m, n) from A (f32, with `lead` zero columns of op(A) before its k) and B packed
@@ -295,6 +341,12 @@ void product_with_packed_b(bool trans_a, std::int64_t m, std::int64_t n, std::in
                            std::int64_t ldc) {
   thread_local std::vector<Word> packed_a;
   const std::int64_t pairs = (lead + k + 1) / 2;
+  if (bf16_products_on_amx()) {
+    pack_a_for_tiles(trans_a, m, k, lead, a, lda, packed_a);
+    amx_tile_product(m, n, pairs, packed_a.data(), round_up16(pairs), b, ldb, c, ldc, alpha,
+                     beta != 0.0f);
+    return;
+  }
   std::int64_t a_m = pairs, a_k = 1;
   if (trans_a) {  // A is (k, m): pairs of its rows, read at [kk][m]
     a_m = 1;
@@ -372,6 +424,15 @@ bool bf16_products_native() {
   return has_avx512_bf16() && !g_switched_off.load(std::memory_order_relaxed);
 }
 
+bool bf16_products_on_amx() {
+  static const bool allowed = [] {
+    const char* env = std::getenv("RELPOS_ATTENTION_AMX");
+    return !(env && std::strcmp(env, "0") == 0);
+  }();
+  return allowed && bf16_products_native() && has_amx_bf16() &&
+         !g_amx_switched_off.load(std::memory_order_relaxed);
+}
+
 void bf16_gemm_rows(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
                     float alpha, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
                     float beta, float* c, std::int64_t ldc) {
@@ -398,5 +459,9 @@ Bf16InstructionsSwitchedOff::Bf16InstructionsSwitchedOff()
     : was_off_(g_switched_off.exchange(true)) {}
 
 Bf16InstructionsSwitchedOff::~Bf16InstructionsSwitchedOff() { g_switched_off.store(was_off_); }
+
+AmxTilesSwitchedOff::AmxTilesSwitchedOff() : was_off_(g_amx_switched_off.exchange(true)) {}
+
+AmxTilesSwitchedOff::~AmxTilesSwitchedOff() { g_amx_switched_off.store(was_off_); }
 
 }  // namespace relpos::cpu

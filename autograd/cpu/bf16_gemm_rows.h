@@ -1,7 +1,8 @@
 #pragma once
 // The tiled attention's products (q·kᵀ, p·v and the backward's four) and Transformer-XL's
 // position products in bf16: operands rounded to bfloat16 (to nearest even), products summed in
-// f32. How the tiles are packed for vdpbf16ps is private to bf16_gemm_rows.cpp.
+// f32, on AMX tiles or vdpbf16ps. How the operands are packed is private to
+// bf16_gemm_rows.cpp.
 #include <cstdint>
 
 namespace relpos::cpu {
@@ -12,10 +13,10 @@ void bf16_begin_kernel_call();
 
 // C (m, n) = alpha · op(A) · op(B) + beta · C, beta 0 or 1, with the arguments of
 // gemm_rows<float> (autograd/cpu/blas_call.h). On a CPU with AVX512-BF16 the products
-// run on vdpbf16ps; otherwise the operands are rounded in software and multiplied by
-// the f32 BLAS: the same products, summed in another order (slower than f32).
-// B is packed once per kernel call and address: it must not change until the next
-// bf16_begin_kernel_call() (A may: the attention's p and ds are rewritten per block).
+// run on AMX tiles where bf16_products_on_amx(), else on vdpbf16ps; otherwise the operands are
+// rounded in software and multiplied by the f32 BLAS: the same products, summed in another order
+// (slower than f32). B is packed once per kernel call and address: it must not change until the
+// next bf16_begin_kernel_call() (A may: the attention's p and ds are rewritten per block).
 void bf16_gemm_rows(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
                     float alpha, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
                     float beta, float* c, std::int64_t ldc);
@@ -35,6 +36,13 @@ void bf16_gemm_rows_window(bool trans_a, bool trans_b, std::int64_t m, std::int6
 // Bf16InstructionsSwitchedOff is alive.
 bool bf16_products_native();
 
+// Whether bf16_gemm_rows runs on AMX tiles (autograd/cpu/amx_tile_product.h) instead of
+// vdpbf16ps: the products are native, the CPU has AMX-BF16 and the OS granted the tile
+// state, no AmxTilesSwitchedOff is alive, and the environment variable
+// RELPOS_ATTENTION_AMX is not "0" (read once per process; "0" keeps vdpbf16ps, for
+// comparisons). The same rounded operands; the f32 sums in another order.
+bool bf16_products_on_amx();
+
 // Makes bf16_gemm_rows take the software path while it lives, so that the fallback can
 // be tested where the instructions exist. Not thread-safe: create it outside any
 // parallel region.
@@ -44,6 +52,19 @@ class Bf16InstructionsSwitchedOff {
   ~Bf16InstructionsSwitchedOff();
   Bf16InstructionsSwitchedOff(const Bf16InstructionsSwitchedOff&) = delete;
   Bf16InstructionsSwitchedOff& operator=(const Bf16InstructionsSwitchedOff&) = delete;
+
+ private:
+  bool was_off_;
+};
+
+// Makes bf16_gemm_rows take the vdpbf16ps path instead of AMX tiles while it lives, so
+// that the two can be compared. Not thread-safe: create it outside any parallel region.
+class AmxTilesSwitchedOff {
+ public:
+  AmxTilesSwitchedOff();
+  ~AmxTilesSwitchedOff();
+  AmxTilesSwitchedOff(const AmxTilesSwitchedOff&) = delete;
+  AmxTilesSwitchedOff& operator=(const AmxTilesSwitchedOff&) = delete;
 
  private:
   bool was_off_;
