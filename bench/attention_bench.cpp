@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <sstream>
@@ -28,6 +29,10 @@
 using namespace relpos;
 
 namespace {
+
+constexpr const char* kUsage =
+    "usage: bench_attention [L ...] [--reps N] [--path flash|fused|composed] "
+    "[--schemes t5,shaw,...] [--cpu-time] [--bf16]\n";
 
 struct Layer {
   std::unique_ptr<PositionScheme> scheme;
@@ -182,8 +187,18 @@ int main(int argc, char** argv) {
       std::stringstream list(argv[++i]);
       for (std::string s; std::getline(list, s, ',');)
         if (s != "none") schemes.push_back(s);
+    } else if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      fmt::print("{}", kUsage);
+      return 0;
     } else {
-      lengths.push_back(std::atoll(argv[i]));
+      char* end = nullptr;
+      const long long len = std::strtoll(argv[i], &end, 10);
+      if (end == argv[i] || *end != '\0' || len < 1) {
+        fmt::print(stderr, "bench_attention: '{}' is neither an option nor a length >= 1\n{}",
+                   argv[i], kUsage);
+        return 2;
+      }
+      lengths.push_back(len);
     }
   }
   if (lengths.empty()) lengths = {128, 512, 2048};
