@@ -29,12 +29,13 @@ median ms per path and the ratio of each path's rate to torch's, per shape and o
 import argparse
 import ctypes
 import os
-import platform
 import statistics
 import sys
 import time
 
 import torch
+
+from gemm_mkl import cpu_name
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOKENS = 8192
@@ -49,17 +50,6 @@ def linear_gemms(d_in, d_out):
 GEMMS = (linear_gemms(256, 768) + linear_gemms(256, 256) + linear_gemms(256, 1024)
          + linear_gemms(1024, 256))
 PATHS = ("torch", "matmul", "matmul16", "ip", "ipkept")
-
-
-def cpu_name():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def load(path):
