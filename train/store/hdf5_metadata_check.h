@@ -19,7 +19,9 @@ namespace relpos {
 //     extension, its end-of-file address the image's size and the root group inside;
 //   - every object header reachable from the root through hard links
 //     (hdf5_object_walk.h) a version 2 header inside the image, with the flags relpos's
-//     HDF5 writes, every message inside its chunk and every continuation chunk read;
+//     HDF5 writes, every message inside its chunk, every continuation chunk read and
+//     every chunk's checksum right (HDF5 1.10.8 leaks an object header whose checksum it
+//     finds wrong);
 //   - every message one of the types relpos writes (null, dataspace, link info,
 //     datatype, fill value, link, data layout, group info, attribute, continuation,
 //     attribute info), unshared, each exactly as long as its fields
