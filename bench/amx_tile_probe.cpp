@@ -1,98 +1,22 @@
-// bench_amx_probe: how much faster AMX tiles (tdpbf16ps) would run the tiled attention's
-// block products than its AVX512-BF16 micro-kernel (cpu::bf16_gemm_rows, vdpbf16ps), on
-// the kernel's block shapes, one thread (bench/results/xl-floor.md). A measurement for
-// deciding on AMX inside the tiled attention, not a kernel: the AMX product here handles
-// only the sizes below (multiples of 32) and C = A·B.
-// Both products take f32 A and B and write f32 C. B is converted once, as the kernel caches
-// its B operands for a whole call. A is converted per call, as the kernel packs it per block.
-// Usage: bench_amx_probe [--reps N]. Exit 77 (skipped) without AMX-BF16 or AVX512-BF16.
-#include <immintrin.h>
-
+// bench_amx_probe: the tiled attention's bf16 block products (cpu::bf16_gemm_rows) on AMX
+// tiles (tdpbf16ps, autograd/cpu/amx_tile_product.cpp) against its AVX512-BF16 micro-kernel
+// (vdpbf16ps, forced by cpu::AmxTilesSwitchedOff), on the kernel's block shapes, one thread
+// (bench/results/xl-floor.md, amx-attention.md). Both paths are the library's own: f32 A
+// and B in, f32 C out; B packed once per kernel call, as the kernel does, A per call.
+// Usage: bench_amx_probe [--reps N]. Exit 77 (skipped) where bf16_gemm_rows does not run
+// on AMX (no AMX-BF16 or AVX512-BF16, or RELPOS_ATTENTION_AMX=0).
 #include <algorithm>
-#include <cstdint>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
 #include "autograd/cpu/bf16_gemm_rows.h"
-#include "autograd/cpu/cpu_features.h"
 #include "autograd/random.h"
 #include "bench/timing.h"
 
 namespace {
-
-#define PROBE_AMX_TARGET \
-  __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512bf16")))
-
-// The tile configuration (palette 1): tiles 0-3 hold C (16 rows of 16 f32), 4-5 A (16 rows
-// of 32 bf16), 6-7 B (16 pairs of rows of 16 bf16 pairs).
-struct alignas(64) TileConfig {
-  std::uint8_t palette = 1, start_row = 0, reserved[14] = {};
-  std::uint16_t bytes_per_row[16] = {};
-  std::uint8_t rows[16] = {};
-};
-
-PROBE_AMX_TARGET void load_tile_config() {
-  static TileConfig config = [] {
-    TileConfig c;
-    for (int t = 0; t < 8; ++t) {
-      c.bytes_per_row[t] = 64;
-      c.rows[t] = 16;
-    }
-    return c;
-  }();
-  _tile_loadconfig(&config);
-}
-
-std::uint16_t round_to_bf16(float f) {
-  std::uint32_t u = 0;
-  std::memcpy(&u, &f, sizeof u);
-  u += 0x7fff + ((u >> 16) & 1);  // to nearest even
-  return static_cast<std::uint16_t>(u >> 16);
-}
-
-// B (k, n) f32 -> pairs of rows: word (kk, j) = (B(2kk, j), B(2kk + 1, j)), as tdpbf16ps reads B.
-std::vector<std::uint16_t> pack_b(const std::vector<float>& b, int k, int n) {
-  std::vector<std::uint16_t> packed(static_cast<std::size_t>(k * n));
-  for (int r = 0; r < k; ++r)
-    for (int j = 0; j < n; ++j)
-      packed[(r / 2) * n * 2 + j * 2 + r % 2] = round_to_bf16(b[r * n + j]);
-  return packed;
-}
-
-// C (m, n) = A (m, k) · B, m, n, k multiples of 32: A rounded to bf16 rows into a_words, then
-// 32 × 32 blocks of C, each from four tiles.
-PROBE_AMX_TARGET void amx_product(int m, int n, int k, const float* a, const std::uint16_t* b_pairs,
-                                  float* c, std::uint16_t* a_words) {
-  for (int r = 0; r < m; ++r)
-    for (int kk = 0; kk < k; kk += 32) {
-      const __m512 lo = _mm512_loadu_ps(a + r * k + kk), hi = _mm512_loadu_ps(a + r * k + kk + 16);
-      _mm512_storeu_si512(a_words + r * k + kk, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
-    }
-  for (int i0 = 0; i0 < m; i0 += 32)
-    for (int j0 = 0; j0 < n; j0 += 32) {
-      _tile_zero(0);
-      _tile_zero(1);
-      _tile_zero(2);
-      _tile_zero(3);
-      for (int k0 = 0; k0 < k; k0 += 32) {
-        _tile_loadd(4, a_words + i0 * k + k0, k * 2);
-        _tile_loadd(5, a_words + (i0 + 16) * k + k0, k * 2);
-        _tile_loadd(6, b_pairs + (k0 / 2) * n * 2 + j0 * 2, n * 4);
-        _tile_loadd(7, b_pairs + (k0 / 2) * n * 2 + (j0 + 16) * 2, n * 4);
-        _tile_dpbf16ps(0, 4, 6);
-        _tile_dpbf16ps(1, 4, 7);
-        _tile_dpbf16ps(2, 5, 6);
-        _tile_dpbf16ps(3, 5, 7);
-      }
-      _tile_stored(0, c + i0 * n + j0, n * 4);
-      _tile_stored(1, c + i0 * n + j0 + 16, n * 4);
-      _tile_stored(2, c + (i0 + 16) * n + j0, n * 4);
-      _tile_stored(3, c + (i0 + 16) * n + j0 + 16, n * 4);
-    }
-}
 
 struct Shape {
   int m, n, k;
@@ -112,8 +36,10 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (!relpos::cpu::has_amx_bf16() || !relpos::cpu::has_avx512_bf16()) {
-    std::printf("SKIPPED: this CPU (or its kernel) offers no AMX-BF16 or no AVX512-BF16\n");
+  if (!relpos::cpu::bf16_products_on_amx()) {
+    std::printf(
+        "SKIPPED: bf16_gemm_rows does not run on AMX here (no AMX-BF16 or AVX512-BF16, or "
+        "RELPOS_ATTENTION_AMX=0)\n");
     return 77;
   }
   const Shape shapes[] = {{32, 512, 64, "q·kᵀ (32×64)·(64×512)"},
@@ -130,24 +56,21 @@ int main(int argc, char** argv) {
     for (float& x : a) x = static_cast<float>(rng.normal());
     for (float& x : b) x = static_cast<float>(rng.normal());
     std::vector<float> c_amx(static_cast<std::size_t>(s.m * s.n)), c_ref(c_amx.size());
-    std::vector<std::uint16_t> a_words(a.size());
-    const std::vector<std::uint16_t> b_pairs = pack_b(b, s.k, s.n);
-    auto reference = [&] {
+    auto product = [&](std::vector<float>& c) {
       relpos::cpu::bf16_gemm_rows(false, false, s.m, s.n, s.k, 1.0f, a.data(), s.k, b.data(), s.n,
-                                  0.0f, c_ref.data(), s.n);
-    };
-    auto amx = [&] {
-      amx_product(s.m, s.n, s.k, a.data(), b_pairs.data(), c_amx.data(), a_words.data());
+                                  0.0f, c.data(), s.n);
     };
     relpos::cpu::bf16_begin_kernel_call();
-    reference();  // packs B once
+    product(c_amx);  // packs B once, for both paths
     double best_ref = 1e30, best_amx = 1e30;
     for (int round = 0; round < 5; ++round) {  // alternating; the fastest round of each
       const double t0 = relpos::bench::process_cpu_seconds();
-      for (int r = 0; r < reps; ++r) reference();
+      {
+        const relpos::cpu::AmxTilesSwitchedOff vdpbf16ps;
+        for (int r = 0; r < reps; ++r) product(c_ref);
+      }
       const double t1 = relpos::bench::process_cpu_seconds();
-      load_tile_config();
-      for (int r = 0; r < reps; ++r) amx();
+      for (int r = 0; r < reps; ++r) product(c_amx);
       const double t2 = relpos::bench::process_cpu_seconds();
       best_ref = std::min(best_ref, t1 - t0);
       best_amx = std::min(best_amx, t2 - t1);
