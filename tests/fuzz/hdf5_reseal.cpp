@@ -4,7 +4,6 @@
 #include <string_view>
 
 #include "train/store/file_digest.h"
-#include "train/store/hdf5_checksum.h"
 #include "train/store/hdf5_object_walk.h"
 #include "train/store/hdf5_superblock.h"
 
@@ -57,10 +56,7 @@ void reseal_checkpoint_image(std::span<char> image) {
       put_le(image, dataset.digest_at,
              fnv1a64(bytes.image.subspan(dataset.data_at, dataset.data_size)), 8);
     for (const Hdf5Chunk& chunk : object.chunks)
-      put_le(
-          image, chunk.checksum_at,
-          hdf5_metadata_checksum(bytes.image.subspan(chunk.start, chunk.checksum_at - chunk.start)),
-          4);
+      put_le(image, chunk.checksum_at, hdf5_chunk_checksum(bytes, chunk), 4);
   });
   if (bytes.signature(0, "\x89HDF\r\n\x1a\n") && bytes.has(0, 48) &&
       (bytes.byte(8) == 2 || bytes.byte(8) == 3) && bytes.byte(9) == 8)

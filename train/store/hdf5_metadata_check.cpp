@@ -3,7 +3,6 @@
 #include <cstdint>
 
 #include "autograd/error.h"
-#include "train/store/hdf5_checksum.h"
 #include "train/store/hdf5_message_check.h"
 #include "train/store/hdf5_object_walk.h"
 
@@ -92,8 +91,7 @@ class MetadataCheck {
   // teardown then prints "infinite loop closing library".
   void chunk_checksum(const Hdf5Object& object, const Hdf5Chunk& chunk) const {
     const auto recorded = static_cast<std::uint32_t>(bytes_.le(chunk.checksum_at, 4));
-    const std::uint32_t actual =
-        hdf5_metadata_checksum(bytes_.image.subspan(chunk.start, chunk.checksum_at - chunk.start));
+    const std::uint32_t actual = hdf5_chunk_checksum(bytes_, chunk);
     if (actual != recorded)
       refuse(
           "{}: the object header chunk at byte {} records checksum {:08x}, but its bytes give "

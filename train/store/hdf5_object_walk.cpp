@@ -4,6 +4,8 @@
 #include <set>
 #include <utility>
 
+#include "train/store/hdf5_checksum.h"
+
 namespace relpos {
 namespace {
 
@@ -151,6 +153,10 @@ bool walk_hdf5_objects(Hdf5Bytes bytes, const std::function<void(const Hdf5Objec
       bytes.le(12, 8) != 0)
     return false;
   return ObjectWalk(bytes, visit).run();
+}
+
+std::uint32_t hdf5_chunk_checksum(Hdf5Bytes bytes, const Hdf5Chunk& chunk) {
+  return hdf5_metadata_checksum(bytes.image.subspan(chunk.start, chunk.checksum_at - chunk.start));
 }
 
 }  // namespace relpos

@@ -84,6 +84,10 @@ struct Hdf5Link {
 };
 Hdf5Link read_hdf5_link(Hdf5Bytes bytes, const Hdf5Message& message);
 
+// The checksum the bytes of `chunk` give (lookup3 of [start, checksum_at)): what a sound
+// chunk records at checksum_at.
+std::uint32_t hdf5_chunk_checksum(Hdf5Bytes bytes, const Hdf5Chunk& chunk);
+
 // Visits each object header reachable from the superblock extension and the root group
 // through hard links in link messages, once, after reading all its chunks (or finding
 // it unreadable); then follows its well-formed hard links. Returns false, visiting
