@@ -126,13 +126,13 @@ double position_flops_per_token(const ModelConfig& c, std::int64_t len, std::int
 }
 
 // Model FLOPs per token (bench/README.md): 6 N + 6 n_layers L d_model + the position
-// scheme's products, where N is count_without_position. With tied embeddings the token
-// table is counted once, as the LM head's matmul.
-double model_flops_per_token(const TransformerLM& model, std::int64_t len, std::int64_t batch) {
+// scheme's products (`position_flops`: position_flops_per_token), where N is
+// count_without_position. With tied embeddings the token table is counted once, as the LM
+// head's matmul.
+double model_flops_per_token(const TransformerLM& model, std::int64_t len, double position_flops) {
   const ModelConfig& c = model.config();
   return 6.0 * static_cast<double>(count_without_position(model)) +
-         6.0 * static_cast<double>(c.n_layers * len * c.d_model) +
-         position_flops_per_token(c, len, batch);
+         6.0 * static_cast<double>(c.n_layers * len * c.d_model) + position_flops;
 }
 
 double peak_rss_mib() {
@@ -169,7 +169,8 @@ nlohmann::json run_training(const Options& o) {
   }
   const double median_step = bench::median(step_seconds);
   const double tokens_per_s = static_cast<double>(batch * o.len) / median_step;
-  const double flops_per_token = model_flops_per_token(model, o.len, batch);
+  const double position_flops = position_flops_per_token(model.config(), o.len, batch);
+  const double flops_per_token = model_flops_per_token(model, o.len, position_flops);
   return {{"framework", "relpos"},
           {"blas_kernel", blas_kernel_name()},
           {"scheme", o.scheme},
@@ -182,7 +183,7 @@ nlohmann::json run_training(const Options& o) {
           {"parameters", model.parameter_count()},
           {"model_parameters", count_without_position(model)},
           {"flops_per_token", flops_per_token},
-          {"position_flops_per_token", position_flops_per_token(model.config(), o.len, batch)},
+          {"position_flops_per_token", position_flops},
           {"median_step_s", median_step},
           // Process CPU seconds of a step (all threads): with one thread, the step's time
           // without the waits for a core on a shared machine.
