@@ -19,6 +19,11 @@ std::string describe(const AttentionOptions& options) {
   return out.str();
 }
 
+PathUnderTest flash_bf16_path() {
+  constexpr double kTolerance = 8.0 / 256;  // bf16: 8 significant bits
+  return {AttentionPath::flash, DType::f32, Precision::bf16, kTolerance, kTolerance, 1e-4};
+}
+
 std::string describe(const PathUnderTest& p) {
   std::ostringstream out;
   out << name_of(p.path) << " " << name_of(p.dtype) << " under " << name_of(p.precision);

@@ -49,6 +49,10 @@ struct PathUnderTest {
 
 std::string describe(const PathUnderTest& p);
 
+// The flash op on f32 with bf16 products: within 8 bf16 unit roundoffs (8 · 2^-8) of the
+// fp64 reference, output and tables alike, and more than 1e-4 from it (bf16 really used).
+PathUnderTest flash_bf16_path();
+
 struct AttentionSweep {
   std::int64_t batch = 2, heads = 2, head_dim = 16;
   std::int64_t d_model = 24;  // != heads * head_dim: XL's W_r input width differs from the heads'

@@ -6,13 +6,13 @@
 // CPU without AMX-BF16, a kernel that refuses the tile state, or RELPOS_ATTENTION_AMX=0.
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <vector>
 
 #include "attention_harness.h"
 #include "autograd/cpu/bf16_gemm_rows.h"
+#include "autograd/cpu/bf16_round.h"
 #include "autograd/precision.h"
 #include "autograd/threads.h"
 #include "test_helpers.h"
@@ -32,11 +32,7 @@ bool amx_runs() {
   return false;
 }
 
-double bf16_value(float x) {  // to nearest even, as the packing rounds
-  std::uint32_t u = std::bit_cast<std::uint32_t>(x);
-  u += 0x7FFFu + ((u >> 16) & 1u);
-  return std::bit_cast<float>(u & 0xFFFF0000u);
-}
+double bf16_value(float x) { return cpu::from_bf16(cpu::to_bf16(x)); }  // as the packing rounds
 
 // An (rows, cols) f32 matrix with row stride cols + 3, as a vector.
 std::vector<float> random_matrix(std::int64_t rows, std::int64_t cols, Rng& rng) {
@@ -218,8 +214,6 @@ TEST_CASE("bf16 flash attention on vdpbf16ps (AMX switched off) matches fp64, ev
   sweep.head_dim = 18;
   sweep.options = {{.causal = true}, {.causal = false}};
   sweep.lengths = {{150, 150}, {70, 181}};
-  constexpr double kBf16Tolerance = 8.0 / 256;  // as test_flash_bf16.cpp derives it
-  sweep.paths = {
-      {AttentionPath::flash, DType::f32, Precision::bf16, kBf16Tolerance, kBf16Tolerance, 1e-4}};
+  sweep.paths = {testing::flash_bf16_path()};
   testing::check_against_composed(sweep);
 }
