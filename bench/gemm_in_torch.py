@@ -36,19 +36,14 @@ import time
 import torch
 
 from gemm_mkl import cpu_name
+from gemm_torch import STEP
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TOKENS = 8192
-
-
-def linear_gemms(d_in, d_out):
-    """A linear layer's x·Wᵀ, dz·W, dzᵀ·x as (what, m, n, k, trans_a, trans_b)."""
-    return (("x·Wᵀ", TOKENS, d_out, d_in, False, True), ("dz·W", TOKENS, d_in, d_out, False, False),
-            ("dzᵀ·x", d_out, d_in, TOKENS, True, False))
-
-
-GEMMS = (linear_gemms(256, 768) + linear_gemms(256, 256) + linear_gemms(256, 1024)
-         + linear_gemms(1024, 256))
+# The model's 12 products, each linear layer's x·Wᵀ, dz·W and dzᵀ·x in that order (gemm_torch.py's
+# STEP, (m, k, n, trans_a, trans_b, count)), as (what, m, n, k, trans_a, trans_b).
+WHATS = ("x·Wᵀ", "dz·W", "dzᵀ·x")
+GEMMS = tuple((WHATS[i % 3], m, n, k, trans_a, trans_b)
+              for i, (m, k, n, trans_a, trans_b, _) in enumerate(STEP))
 PATHS = ("torch", "matmul", "matmul16", "ip", "ipkept")
 
 
