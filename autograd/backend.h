@@ -91,8 +91,8 @@ struct RelativeSoftmaxGrads {
 
 // Tiled attention with position terms that never forms an (Lq, Lk) matrix
 // (FlashAttention-2 style; docs/relative-kernels.md). q, k, v, out and their
-// gradients are strided (B, H, L, D) views whose last axis is contiguous; the
-// other inputs are contiguous. For query i (position qpos(i) = Lk - Lq + i) and key j:
+// gradients, and Shaw's clipped and its gradient, are strided (B, H, L, ·) views whose last
+// axis is contiguous; the others are contiguous. For query i (qpos(i) = Lk - Lq + i) and key j:
 //   logit[i, j] = scale * q_i·k_j
 //               + distance_bias[h, j + Lq-1-i]                         (T5, ALiBi)
 //               + term_scale * clipped[b, h, i, clip(j - qpos(i), -k, k) + k]  (Shaw keys)
@@ -104,7 +104,7 @@ struct RelativeSoftmaxGrads {
 struct FlashAttentionArgs {
   Tensor q, k, v;        // (B, H, Lq|Lk, D), rows contiguous (strided like the inputs)
   Tensor distance_bias;  // optional (H, Lq+Lk-1)
-  Tensor clipped;        // optional (B, H, Lq, 2k+1)
+  Tensor clipped;        // optional (B, H, Lq, 2k+1), rows contiguous (strided like q)
   Tensor xl_query;       // optional (B, H, Lq, D) like q, with xl_r (H, Lk, D) contiguous
   Tensor xl_r;
   FireTerms fire;           // optional FIRE MLP (autograd/fire_terms.h), evaluated per tile
@@ -121,7 +121,8 @@ struct FlashAttentionArgs {
   Precision precision = Precision::fp32;
 };
 
-// Undefined members are not wanted. q, k, v and xl_query may be strided like the inputs.
+// Undefined members are not wanted. q, k, v, clipped and xl_query may be strided like the
+// inputs.
 struct FlashAttentionGrads {
   Tensor q, k, v, distance_bias, clipped, xl_query, xl_r;
   FireTerms fire;

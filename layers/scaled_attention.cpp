@@ -41,11 +41,52 @@ Tensor plus_head_bias(const Tensor& q, const Tensor& b) {
   return permute(add(rows, reshape(b, {1, 1, b.size(0), b.size(1)})), {0, 2, 1, 3});
 }
 
+// Whether x (B, H, L, C) views the (B, L, H, C) layout of the projections (head_layout.h).
+bool in_head_layout(const Tensor& x) {
+  const std::int64_t h = x.size(1), l = x.size(2), c = x.size(3);
+  return x.strides() == Shape{l * h * c, c, h * c, 1};
+}
+
+// x (B, H, L, C) in that layout as the (B·L·H, C) matrix of its rows: a view, no copy.
+Tensor rows_of_heads(const Tensor& x) {
+  return reshape(permute(x, {0, 2, 1, 3}), {x.size(0) * x.size(2) * x.size(1), x.size(3)});
+}
+
+// (B·L·H, C) rows back to (B, H, L, C), viewing the (B, L, H, C) layout.
+Tensor heads_of_rows(const Tensor& rows, std::int64_t batch, std::int64_t heads, std::int64_t len) {
+  return permute(reshape(rows, {batch, len, heads, rows.size(1)}), {0, 2, 1, 3});
+}
+
+// Shaw's key logits q·Bᵀ (B, H, Lq, 2k+1). With one table shared by the heads and q in the
+// projections' layout, one (B·Lq·H, D)·(D, 2k+1) product whose operands and result are views
+// in that layout (what the kernel reads): neither q nor its gradient is copied into another.
+Tensor shaw_key_logits(const Tensor& q, const Tensor& keys) {
+  if (keys.dim() == 3 || !in_head_layout(q))
+    return matmul(q, transpose(per_head_operand(keys, q.size(0)), -1, -2));
+  return heads_of_rows(matmul(rows_of_heads(q), transpose(keys, 0, 1)), q.size(0), q.size(1),
+                       q.size(2));
+}
+
+// Shaw's output out[..., :D] + bins·A, from the kernel's out (B, H, Lq, D + 2k+1) whose last
+// 2k+1 columns are the bins. With one table A shared by the heads, on the rows of out's
+// (B, Lq, H, ·) layout (empty_heads), so that the result is in the layout the attention
+// layer merges its heads from without a copy.
+Tensor shaw_value_output(const Tensor& out, const Tensor& values, std::int64_t d) {
+  const std::int64_t batch = out.size(0), heads = out.size(1), len = out.size(2);
+  if (values.dim() == 3 || !in_head_layout(out)) {
+    const Tensor bins = slice(out, -1, d, out.size(-1));  // (B, H, Lq, 2k+1)
+    return add(slice(out, -1, 0, d), matmul(bins, per_head_operand(values, batch)));
+  }
+  const Tensor rows = rows_of_heads(out);  // (B·Lq·H, D + 2k+1)
+  const Tensor sum = add(slice(rows, -1, 0, d), matmul(slice(rows, -1, d, rows.size(1)), values));
+  return heads_of_rows(sum, batch, heads, len);  // (B, H, Lq, D)
+}
+
 // The flash path: every term goes into the tiled kernel; Shaw's value term is the
 // kernel's bins times A.
 Tensor flash_path(const Tensor& q, const Tensor& k, const Tensor& v, const PositionTerms& terms,
                   bool causal, const AttentionChunk& chunk) {
-  const std::int64_t batch = q.size(0), d = q.size(3);
+  const std::int64_t d = q.size(3);
   const double inv_sqrt_d = 1.0 / std::sqrt(static_cast<double>(d));
   FlashTerms ft;
   ft.scale = terms.scale_scores ? inv_sqrt_d : 1.0;
@@ -55,8 +96,7 @@ Tensor flash_path(const Tensor& q, const Tensor& k, const Tensor& v, const Posit
   ft.distance_bias = like(terms.distance_bias, q);
   ft.fire = terms.fire;
   ft.clip = terms.shaw_clip;
-  if (terms.shaw_keys.defined())  // q·Bᵀ: (B, H, Lq, 2k+1)
-    ft.clipped = matmul(q, transpose(per_head_operand(terms.shaw_keys, batch), -1, -2));
+  if (terms.shaw_keys.defined()) ft.clipped = shaw_key_logits(q, terms.shaw_keys);
   ft.value_bins = terms.shaw_values.defined();
   Tensor content_q = q;
   if (terms.xl_r.defined()) {
@@ -65,9 +105,7 @@ Tensor flash_path(const Tensor& q, const Tensor& k, const Tensor& v, const Posit
     ft.xl_r = terms.xl_r;
   }
   Tensor out = flash_attention(content_q, k, v, ft);  // (B, H, Lq, D [+ 2k+1])
-  if (!ft.value_bins) return out;
-  Tensor bins = slice(out, -1, d, out.size(-1));  // (B, H, Lq, 2k+1)
-  return add(slice(out, -1, 0, d), matmul(bins, per_head_operand(terms.shaw_values, batch)));
+  return ft.value_bins ? shaw_value_output(out, terms.shaw_values, d) : out;
 }
 
 }  // namespace

@@ -107,7 +107,7 @@ void backward_head(const BackwardTensors& t, const FlashGeometry& g, std::int64_
   const auto xq = cpu::head_rows<T>(a.xl_query, b, h),
              dxq_rows = cpu::head_rows<T>(gr.xl_query, b, h);
   T* dr = t.r_partial.defined() ? t.r_partial.data<T>() + task * g.k_len * g.dim : nullptr;
-  T* dclipped = gr.clipped.defined() ? gr.clipped.data<T>() + task * g.q_len * g.width : nullptr;
+  const auto dclipped = cpu::head_rows<T>(gr.clipped, b, h);  // (Lq, 2k+1)
   double* dbias =
       t.bias_partial.defined() ? t.bias_partial.data<double>() + task * g.n_dist : nullptr;
   // delta_i = Σ_c out[i, c] · grad_out[i, c] = Σ_j p_ij dp_ij (bins included).
@@ -123,7 +123,7 @@ void backward_head(const BackwardTensors& t, const FlashGeometry& g, std::int64_
   zero_rows(dk, g.k_len, g.dim);
   zero_rows(dv, g.k_len, g.dim);
   if (dr) std::fill(dr, dr + g.k_len * g.dim, T(0));
-  if (dclipped) std::fill(dclipped, dclipped + g.q_len * g.width, T(0));
+  zero_rows(dclipped, g.q_len, g.width);
   if (dbias) std::fill(dbias, dbias + g.n_dist, 0.0);
   double* fire_base = nullptr;
   if (t.fire_partial.defined()) {
@@ -160,14 +160,14 @@ void backward_head(const BackwardTensors& t, const FlashGeometry& g, std::int64_
       if (dq_rows.base)  // dq_tile += scale · ds · k_tile
         cpu::tile_gemm<T>(a.precision, false, false, rows, g.dim, blk.cols, scale, ds, g.s_ld,
                           k.row(j0), k.stride, T(1), dq.data(), g.dim);
-      for (std::int64_t r = 0; r < rows && (dbias || dclipped || fire_base); ++r) {
+      for (std::int64_t r = 0; r < rows && (dbias || dclipped.base || fire_base); ++r) {
         const T* dsr = ds + r * g.s_ld;
         const std::int64_t i = i0 + r, n = blk.visible(g, r);
         if (dbias) {
           double* acc = dbias + g.distance_index(i, j0);
           for (std::int64_t c = 0; c < n; ++c) acc[c] += dsr[c];
         }
-        if (dclipped) clipped_gradient_row(g, blk, r, term_scale, dsr, dclipped + i * g.width);
+        if (dclipped.base) clipped_gradient_row(g, blk, r, term_scale, dsr, dclipped.row(i));
         if (fire_base)
           cpu::fire_gradient_row(fire, g, h, i, j0, n, dsr, scratch.fire_pieces, fire_sums);
       }

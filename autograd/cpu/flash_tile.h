@@ -212,8 +212,7 @@ void block_logits(const FlashAttentionArgs& a, const FlashGeometry& g, std::int6
                      FlashBlock::xl_origin(s, blk.rows), g.s_ld + 1);
   }
   const T* bias = a.distance_bias.defined() ? a.distance_bias.data<T>() + h * g.n_dist : nullptr;
-  const T* clipped =
-      a.clipped.defined() ? a.clipped.data<T>() + (b * g.heads + h) * g.q_len * g.width : nullptr;
+  const HeadRows<const T> clipped = head_rows_const<T>(a.clipped, b, h);  // (Lq, 2k+1)
   for (std::int64_t r = 0; r < blk.rows; ++r) {
     const std::int64_t i = blk.i0 + r, n = blk.visible(g, r);
     T* row = s + r * g.s_ld;
@@ -221,8 +220,8 @@ void block_logits(const FlashAttentionArgs& a, const FlashGeometry& g, std::int6
       const T* br = bias + g.distance_index(i, blk.j0);
       for (std::int64_t c = 0; c < n; ++c) row[c] += br[c];
     }
-    if (clipped) {
-      const T* cl = clipped + i * g.width;
+    if (clipped.base) {
+      const T* cl = clipped.row(i);
       for_clipped_ranges(g, i, blk.j0, n,
                          [&](std::int64_t j_begin, std::int64_t j_end, std::int64_t bin,
                              std::int64_t band_offset) {

@@ -80,7 +80,7 @@ Tensor flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, const 
   args.v = rows_contiguous(v);
   auto contiguous_if = [](const Tensor& t) { return t.defined() ? t.contiguous() : t; };
   args.distance_bias = contiguous_if(terms.distance_bias);
-  args.clipped = contiguous_if(terms.clipped);
+  args.clipped = terms.clipped.defined() ? rows_contiguous(terms.clipped) : Tensor();
   args.xl_query = terms.xl_query.defined() ? rows_contiguous(terms.xl_query) : Tensor();
   args.xl_r = contiguous_if(terms.xl_r);
   const FireTerms& f = terms.fire;
@@ -124,7 +124,7 @@ Tensor flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, const 
           grads.k = want_k ? empty_heads_like(args.k) : Tensor();
           grads.v = want_v ? empty_heads_like(args.v) : Tensor();
           grads.distance_bias = empty_if(want_bias, args.distance_bias);
-          grads.clipped = empty_if(want_clipped, args.clipped);
+          grads.clipped = want_clipped ? empty_heads_like(args.clipped) : Tensor();
           grads.xl_query = want_xq ? empty_heads_like(args.xl_query) : Tensor();
           grads.xl_r = empty_if(want_r, args.xl_r);
           const std::vector<Tensor> fire_args = fire_list(args.fire);
