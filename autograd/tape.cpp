@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "autograd/backend.h"
 #include "autograd/error.h"
 #include "autograd/ops/elementwise.h"
@@ -26,18 +29,47 @@ void check_not_stale(const Tensor& t, std::uint64_t epoch, const std::string& op
 // Whether no other handle or view can see t's elements: then a leaf may keep t
 // itself as its .grad, and a gradient slot may be added to in place. Gradients that
 // backward functions pass through (add's returns its input) are shared and must be copied.
-bool held_only_here(const Tensor& t) {
-  return t.impl_ptr().use_count() == 1 && t.storage().use_count() == 1 && t.is_contiguous();
+bool seen_only_here(const Tensor& t) {
+  return t.impl_ptr().use_count() == 1 && t.storage().use_count() == 1;
+}
+bool held_only_here(const Tensor& t) { return seen_only_here(t) && t.is_contiguous(); }
+
+// Whether t's elements are distinct and fill one block: contiguous, or a permutation of a
+// contiguous tensor (e.g. a (B, H, L, D) gradient in the (B, L, H, D) layout of the attention
+// layer's projections).
+bool dense(const Tensor& t) {
+  std::vector<std::int64_t> axes;
+  for (std::int64_t a = 0; a < t.dim(); ++a)
+    if (t.size(a) != 1) axes.push_back(a);
+  const Shape& strides = t.strides();
+  std::sort(axes.begin(), axes.end(),
+            [&](std::int64_t a, std::int64_t b) { return strides[a] < strides[b]; });
+  std::int64_t expected = 1;
+  for (const std::int64_t a : axes) {
+    if (strides[a] != expected) return false;
+    expected *= t.size(a);
+  }
+  return true;
 }
 
 // slot += grad. In place when the slot's tensor is seen by no one else (the same sum as
-// add(slot, grad), without a new block whose pages the step would fault in again).
+// add(slot, grad), without a new block whose pages the step would fault in again). A slot
+// that is a permutation of one block, like grad (e.g. a (B, H, L, D) gradient in the (B, L,
+// H, D) layout of the attention layer's projections), is added to as that flat block: it
+// keeps its layout, so that the backward of the permute that made it is a view, not a copy.
 void accumulate(Tensor& slot, const Tensor& grad) {
+  const bool same_kind = slot.defined() && slot.shape() == grad.shape() &&
+                         slot.dtype() == grad.dtype() && slot.device() == grad.device() &&
+                         slot.storage() != grad.storage();
   if (!slot.defined()) {
     slot = grad;
-  } else if (held_only_here(slot) && slot.shape() == grad.shape() && slot.dtype() == grad.dtype() &&
-             slot.device() == grad.device() && slot.storage() != grad.storage()) {
+  } else if (same_kind && held_only_here(slot)) {
     backend_of(slot).binary(BinaryOp::add, slot, grad, slot);
+  } else if (same_kind && seen_only_here(slot) && dense(slot) && slot.strides() == grad.strides()) {
+    const Shape flat{slot.numel()}, unit{1};
+    const Tensor flat_slot = Tensor::view_of(slot, flat, unit, slot.offset());
+    backend_of(slot).binary(BinaryOp::add, flat_slot,
+                            Tensor::view_of(grad, flat, unit, grad.offset()), flat_slot);
   } else {
     slot = add(slot, grad);
   }

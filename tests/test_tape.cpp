@@ -5,6 +5,7 @@
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/matmul.h"
 #include "autograd/ops/reduce.h"
+#include "autograd/ops/shape.h"
 #include "autograd/tape.h"
 #include "test_helpers.h"
 
@@ -19,6 +20,18 @@ TEST_CASE("backward accumulates into leaves used twice", "[tape]") {
   REQUIRE(Tape::current().size() == 0);  // freed after backward
   backward(sum(x));                      // a second graph accumulates
   REQUIRE(x.grad().to_vector() == std::vector<double>{6, 8, 10});
+}
+
+TEST_CASE("gradients of a permuted view from two uses add up in its layout", "[tape]") {
+  Rng rng(5);
+  const Tensor a = testing::leaf(randn({2, 3, 4, 5}, rng, DType::f64));
+  const Tensor w1 = randn({2, 3, 4, 5}, rng, DType::f64), w2 = randn({2, 3, 4, 5}, rng, DType::f64);
+  const Tensor v = permute(a, {0, 2, 1, 3});  // (2, 4, 3, 5), a view
+  // Each use permutes v back and weights it, so both gradients reaching v are the same
+  // permutation of a fresh block: the tape adds the second into the first as flat blocks.
+  const Tensor first = sum(mul(permute(v, {0, 2, 1, 3}), w1));
+  backward(add(first, sum(mul(permute(v, {0, 2, 1, 3}), w2))));
+  CHECK(a.grad().to_vector() == add(w1, w2).to_vector());
 }
 
 TEST_CASE("no node is recorded in a no-grad scope", "[tape]") {
