@@ -23,6 +23,21 @@ TEST_CASE("binary ops broadcast like NumPy", "[elementwise]") {
   REQUIRE(broadcast_shapes({4, 1, 3}, {5, 1}, "t") == Shape{4, 5, 3});
 }
 
+TEST_CASE("binary ops on rows that are contiguous but not adjacent equal those on copies",
+          "[elementwise]") {
+  Rng rng(12);
+  const Tensor wide = randn({5, 37}, rng, DType::f32), other = randn({5, 30}, rng, DType::f32);
+  const Tensor left = slice(wide, -1, 0, 30), right = slice(wide, -1, 7, 37);  // row stride 37
+  REQUIRE_FALSE(left.is_contiguous());
+  const std::vector<Tensor (*)(const Tensor&, const Tensor&)> ops{add, sub, mul, div};
+  for (std::size_t k = 0; k < ops.size(); ++k) {
+    INFO("op " << k << " of add, sub, mul, div");
+    CHECK(ops[k](left, right).to_vector() ==
+          ops[k](left.contiguous(), right.contiguous()).to_vector());
+    CHECK(ops[k](other, left).to_vector() == ops[k](other, left.contiguous()).to_vector());
+  }
+}
+
 TEST_CASE("broadcasting errors name both shapes", "[elementwise]") {
   Tensor a = Tensor::ones({2, 3});
   Tensor b = Tensor::ones({4, 3});

@@ -39,6 +39,13 @@ void binary_typed(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& o
                          T* o = po + off[0];
                          const T* x = pa + off[1];
                          const T* y = pb + off[2];
+                         if (inner[0] == 1 && inner[1] == 1 && inner[2] == 1) {
+                           // Rows contiguous in all three (e.g. a slice of columns): a loop
+                           // that vectorises.
+                           for (std::int64_t i = 0; i < n; ++i)
+                             o[i] = kernel_math::binary_value(op, x[i], y[i]);
+                           return;
+                         }
                          for (std::int64_t i = 0; i < n; ++i)
                            o[i] = kernel_math::binary_value(op, x[i * inner[1]], y[i * inner[2]]);
                        });
