@@ -6,7 +6,9 @@ Each round runs, for every (L, precision) and every scheme S, `none` and S back 
 (S first in odd rounds, so that a drifting load favours neither), each a fresh process of
 bench_train with one thread count. The ratio of a pair is S's `median_step_cpu_s` over
 none's (process CPU time: with one thread it leaves out the waits for a core on a shared
-machine). The table gives, per scheme, the median ratio over rounds and its range; a
+machine), or with --statistic fastest of their fastest steps' (`fastest_step_cpu_s`: on a
+shared machine the slower steps also measure the neighbours). The table gives, per
+scheme, the median ratio over rounds and its range; a
 scheme whose range reaches below 1 has no excess that this machine can tell from noise.
 With --gemm it also times relpos's own matmul in each precision at the start and the end
 (bench_train --gemm) and gives each scheme's model FLOP rate, from CPU time, as a share of
@@ -52,6 +54,8 @@ def parse_args():
     p.add_argument("--build-dir", default=os.path.join(ROOT, "build"))
     p.add_argument("--jsonl", default="", help="append every raw JSON line to this file")
     p.add_argument("--label", default="run", help="names this invocation's rounds in --jsonl")
+    p.add_argument("--statistic", choices=("median", "fastest"), default="median",
+                   help="of each run's steps: the median step's CPU time, or the fastest's")
     p.add_argument("--summarize", nargs="+", metavar="FILE",
                    help="print the table from --jsonl files; run nothing")
     args = p.parse_args()
@@ -119,8 +123,9 @@ def measure(args):
     return rows
 
 
-def summarize(rows):
+def summarize(rows, statistic):
     """Per (L, precision, scheme): ratios of paired runs, and target 1's share."""
+    field = f"{statistic}_step_cpu_s"
     gemm = {}
     for row in rows:
         if "probe" in row:
@@ -137,13 +142,16 @@ def summarize(rows):
         entry = table.setdefault((length, precision, scheme), {"ratio": [], "s": [], "n": [],
                                                                 "rate": [], "none_rate": []})
         s, n = pair[scheme], pair["none"]
-        entry["ratio"].append(s["median_step_cpu_s"] / n["median_step_cpu_s"])
-        entry["s"].append(s["median_step_cpu_s"])
-        entry["n"].append(n["median_step_cpu_s"])
+        if field not in s or field not in n:
+            die(f"{statistic}: a run has no {field} (an older bench_train?)")
+        entry["ratio"].append(s[field] / n[field])
+        entry["s"].append(s[field])
+        entry["n"].append(n[field])
         # Model FLOPs per CPU second: with one thread, the rate without the waits for a core.
-        for field, r in (("rate", s), ("none_rate", n)):
+        for name, r in (("rate", s), ("none_rate", n)):
             tokens = r["batch"] * r["len"]
-            entry[field].append(r["flops_per_token"] * tokens / r["median_step_cpu_s"] / 1e9)
+            entry[name].append(r["flops_per_token"] * tokens / r[field] / 1e9)
+    print(f"{statistic} step CPU seconds of each run\n")
     print("| L | precision | scheme | rounds | scheme / none (median, range) | scheme CPU s "
           "| none CPU s | model GFLOP/s (scheme, none) | share of relpos matmul |")
     print("|---:|---|---|---:|---|---:|---:|---|---|")
@@ -170,9 +178,9 @@ def main():
                     rows += [json.loads(x) for x in f if x.strip()]
             except (OSError, json.JSONDecodeError) as e:
                 die(f"{path}: cannot read JSON lines ({e})")
-        summarize(rows)
+        summarize(rows, args.statistic)
     else:
-        summarize(measure(args))
+        summarize(measure(args), args.statistic)
 
 
 if __name__ == "__main__":
