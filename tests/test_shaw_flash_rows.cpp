@@ -2,13 +2,15 @@
 // (layers/scaled_attention.cpp): the key logits q·Bᵀ and the value output out + bins·A are
 // then products over the (B·L·H, ·) rows of that layout instead of per-(b, h) products of
 // copies. Checked against the same attention fed a contiguous q (the per-head products they
-// replace) and the composed reference, outputs and every gradient; and an fp64 gradcheck.
+// replace) and the composed reference, outputs and every gradient; an fp64 gradcheck; and
+// the same bits for 1 and 2 threads.
 #include <catch2/catch.hpp>
 
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/ops/shape.h"
 #include "autograd/tape.h"
+#include "autograd/threads.h"
 #include "layers/scaled_attention.h"
 #include "test_helpers.h"
 
@@ -17,20 +19,24 @@ using testing::relative_error;
 
 namespace {
 
-constexpr std::int64_t kBatch = 2, kHeads = 3, kQueries = 40, kKeys = 45, kDim = 8, kClip = 5;
+constexpr std::int64_t kClip = 5;
+
+struct ShawSizes {
+  std::int64_t batch = 2, heads = 3, queries = 40, keys = 45, dim = 8;
+};
 
 struct ShawInputs {
   Tensor rows, k, v, keys, values, weights;  // rows: q as (B, Lq, H, D); weights like out
 };
 
-ShawInputs shaw_inputs(DType dtype) {
+ShawInputs shaw_inputs(DType dtype, const ShawSizes& n = {}) {
   Rng rng(83);
-  return {randn({kBatch, kQueries, kHeads, kDim}, rng, dtype),
-          randn({kBatch, kHeads, kKeys, kDim}, rng, dtype),
-          randn({kBatch, kHeads, kKeys, kDim}, rng, dtype),
-          randn({2 * kClip + 1, kDim}, rng, dtype, 0.5),
-          randn({2 * kClip + 1, kDim}, rng, dtype, 0.5),
-          randn({kBatch, kHeads, kQueries, kDim}, rng, dtype)};
+  return {randn({n.batch, n.queries, n.heads, n.dim}, rng, dtype),
+          randn({n.batch, n.heads, n.keys, n.dim}, rng, dtype),
+          randn({n.batch, n.heads, n.keys, n.dim}, rng, dtype),
+          randn({2 * kClip + 1, n.dim}, rng, dtype, 0.5),
+          randn({2 * kClip + 1, n.dim}, rng, dtype, 0.5),
+          randn({n.batch, n.heads, n.queries, n.dim}, rng, dtype)};
 }
 
 PositionTerms shaw_terms(const Tensor& keys, const Tensor& values) {
@@ -92,4 +98,21 @@ TEST_CASE("gradcheck: Shaw on the flash path with q in the layer's layout",
         return shaw_attention(inputs, in.weights, true, AttentionPath::flash);
       },
       x);
+}
+
+TEST_CASE("Shaw on the flash path with q in the layer's layout: the same bits with 1 and 2 threads",
+          "[attention][flash][shaw]") {
+  // Large enough that the kernel and the products split their work over threads.
+  const ShawInputs in =
+      shaw_inputs(DType::f32, {.batch = 2, .heads = 4, .queries = 128, .keys = 128, .dim = 32});
+  const int threads = num_threads();
+  set_num_threads(1);
+  const auto one = loss_and_gradients(in, true, AttentionPath::flash);
+  set_num_threads(2);
+  const auto two = loss_and_gradients(in, true, AttentionPath::flash);
+  set_num_threads(threads);
+  for (std::size_t i = 0; i < one.size(); ++i) {
+    INFO("result " << i << " (loss, then the gradients of q, k, v, B, A)");
+    CHECK(testing::f32_bits(one[i]) == testing::f32_bits(two[i]));
+  }
 }
