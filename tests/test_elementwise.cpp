@@ -23,7 +23,7 @@ TEST_CASE("binary ops broadcast like NumPy", "[elementwise]") {
   REQUIRE(broadcast_shapes({4, 1, 3}, {5, 1}, "t") == Shape{4, 5, 3});
 }
 
-TEST_CASE("binary ops on rows that are contiguous but not adjacent equal those on copies",
+TEST_CASE("binary ops on strided rows and merged axes equal those on contiguous copies",
           "[elementwise]") {
   Rng rng(12);
   const Tensor wide = randn({5, 37}, rng, DType::f32), other = randn({5, 30}, rng, DType::f32);
@@ -36,6 +36,14 @@ TEST_CASE("binary ops on rows that are contiguous but not adjacent equal those o
           ops[k](left.contiguous(), right.contiguous()).to_vector());
     CHECK(ops[k](other, left).to_vector() == ops[k](other, left.contiguous()).to_vector());
   }
+  // Axes that every operand steps over as one are merged into longer rows: a bias over the
+  // last two axes broadcast over the first two, and a permuted view, against copies.
+  const Tensor x = randn({2, 3, 4, 5}, rng, DType::f32), bias = randn({4, 5}, rng, DType::f32);
+  const Tensor wide_bias = expand(reshape(bias, {1, 1, 4, 5}), {2, 3, 4, 5});
+  CHECK(add(x, bias).to_vector() == add(x, wide_bias.contiguous()).to_vector());
+  const Tensor turned = permute(randn({2, 4, 3, 5}, rng, DType::f32), {0, 2, 1, 3});
+  CHECK(mul(turned, x).to_vector() == mul(turned.contiguous(), x).to_vector());
+  CHECK(turned.contiguous().to_vector() == add(turned, Tensor::zeros({2, 3, 4, 5})).to_vector());
 }
 
 TEST_CASE("broadcasting errors name both shapes", "[elementwise]") {
