@@ -6,16 +6,21 @@ For each (scheme, L) of --cases, one invocation runs, in this order:
 
   PyTorch, each of --modes (bf16, compile-bf16: bench/train_torch.py's model and step,
       imported, not copied), in a subprocess of --python: --warmup untimed steps, --steps
-      steps timed without the profiler (median: step_s), then --steps steps under
-      torch.profiler (CPU activities, record_shapes). Each op's *self* CPU time is put in one
-      category (torch_category below), summed and divided by the steps; `other` is the
-      profiled steps' wall time less GEMM and attention (Python, autograd's bookkeeping and
-      every op that is neither).
-  relpos: `perf record -F --frequency` of `bench_train --threads 1 --set
-      train.precision=bf16`, samples put in categories by shared object and symbol
-      (relpos_category below). Samples include the process's start and the warm-up step:
-      a category's time per step is its samples / frequency / (warm-up + timed steps), and
-      the start's samples land in `other`. The step time is bench_train's own median.
+      steps timed without the profiler (median), then --steps steps under torch.profiler
+      (CPU activities, record_shapes). Each op's *self* time is put in one category
+      (torch_category below), summed, divided by the steps and scaled from wall to CPU time
+      by the profiled steps' process CPU time / wall time; `other` is the profiled steps'
+      CPU time less GEMM and attention (Python, autograd's bookkeeping and every op that is
+      neither). The GEMM time used in the bounds is further scaled by the unprofiled step
+      time / the profiled one (the profiler's own cost).
+  relpos: `perf record -F --frequency` (cpu-clock samples: CPU time) of `bench_train
+      --threads 1 --set train.precision=bf16`, samples put in categories by shared object and
+      symbol (relpos_category below). Samples include the process's start and the warm-up
+      step: a category's time per step is its samples / frequency / (warm-up + timed steps),
+      and the start's samples are in no category. `other` is bench_train's median step CPU
+      time less GEMM and attention.
+  Step times are process CPU time (one thread: the time the step ran, whoever else held
+  the cores); wall times are kept beside them in the JSON and the first table.
 
 Categories:
   gemm       the linear layers' products (qkv, out, fc1, fc2, the LM head, XL's W_r R),
@@ -37,7 +42,7 @@ Categories:
   other      the rest: elementwise, normalisation, loss, optimizer, casts and rounding,
              copies, framework overhead, page faults.
 
-Bounds, per (scheme, L), with T_torch the step time of PyTorch's fastest mode:
+Bounds, per (scheme, L), with T_torch the step CPU time of PyTorch's fastest mode:
   gemm_only        T_torch / relpos's GEMM time: relpos/PyTorch if every relpos pass but
                    the GEMMs cost nothing;
   gemm_attention   T_torch / (relpos's GEMM + attention time);
@@ -136,28 +141,32 @@ def profile_torch(args):
     _, train_step = make_step(args.scheme, args.len, batch, args.mode)
     for _ in range(args.warmup):
         train_step()
-    timed = []
+    wall, cpu = [], []
     for _ in range(args.steps):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         train_step()
-        timed.append(time.perf_counter() - start)
+        wall.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
     with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         for _ in range(args.steps):
             train_step()
-        profiled = (time.perf_counter() - start) / args.steps
+        profiled_wall = (time.perf_counter() - start) / args.steps
+        profiled = (time.process_time() - start_cpu) / args.steps
+    on_cpu = profiled / profiled_wall  # the profiler's times are wall: scaled to CPU time
     per_category = {c: 0.0 for c in CATEGORIES}
     per_op = {c: {} for c in CATEGORIES}
     for event in prof.events():
         category = torch_category(event.name, event.input_shapes or [], args.len)
-        seconds = event.self_cpu_time_total * 1e-6 / args.steps
+        seconds = event.self_cpu_time_total * 1e-6 / args.steps * on_cpu
         per_category[category] += seconds
         per_op[category][event.name] = per_op[category].get(event.name, 0.0) + seconds
     per_category["other"] = profiled - per_category["gemm"] - per_category["attention"]
     print(json.dumps({
         "framework": "torch", "torch_version": torch.__version__, "mode": args.mode,
         "scheme": args.scheme, "len": args.len, "batch": batch, "threads": args.threads,
-        "steps": args.steps, "step_s": statistics.median(timed), "profiled_step_s": profiled,
+        "steps": args.steps, "step_wall_s": statistics.median(wall), "step_s": statistics.median(cpu),
+        "profiled_step_wall_s": profiled_wall, "profiled_step_s": profiled,
         "seconds": per_category, "top_ops_ms": {c: top(per_op[c]) for c in ("gemm", "attention")},
         "top_other_ops_ms": top(per_op["other"]),
     }))
@@ -201,12 +210,12 @@ def run_relpos(args, scheme, length, scratch):
         per_symbol[category][name] = per_symbol[category].get(name, 0) + count
     steps_run = args.steps + args.warmup
     seconds = {c: samples[c] / args.frequency / steps_run for c in ("gemm", "attention")}
-    seconds["other"] = run["median_step_s"] - seconds["gemm"] - seconds["attention"]
+    seconds["other"] = run["median_step_cpu_s"] - seconds["gemm"] - seconds["attention"]
     per_step = args.frequency * steps_run / 1e3  # samples per ms of one step
     return {
         "framework": "relpos", "scheme": scheme, "len": length, "batch": run["batch"],
         "attention_kernel": run.get("attention"), "steps": args.steps, "warmup": args.warmup,
-        "step_s": run["median_step_s"], "samples": samples, "frequency": args.frequency,
+        "step_wall_s": run["median_step_s"], "step_s": run["median_step_cpu_s"], "samples": samples, "frequency": args.frequency,
         "sampled_s": sum(samples.values()) / args.frequency, "seconds": seconds,
         "top_ms": {c: {k: round(v / per_step, 3) for k, v in sorted(
             per_symbol[c].items(), key=lambda item: -item[1])[:8]} for c in CATEGORIES},
@@ -220,7 +229,8 @@ def bounds(torch_runs, relpos, gemm_ratio):
     gemm, attention = relpos["seconds"]["gemm"], relpos["seconds"]["attention"]
     torch_gemm = fastest["seconds"]["gemm"] * fastest["step_s"] / fastest["profiled_step_s"]
     result = {"torch_mode": fastest["mode"], "torch_step_s": t_torch,
-              "ratio_now": t_torch / relpos["step_s"]}
+              "ratio_now": t_torch / relpos["step_s"],
+              "ratio_now_wall": fastest["step_wall_s"] / relpos["step_wall_s"]}
     for label, g in (("", gemm), ("_torch_rate", gemm * gemm_ratio),
                      ("_torch_gemm", torch_gemm)):
         result["gemm_only" + label] = t_torch / g
@@ -237,14 +247,16 @@ def shares(seconds):
 
 
 def print_tables(results, gemm_ratio):
-    print("\nStep time (s) and shares gemm / attention / other (%), one thread, bf16:\n")
-    print("| scheme | L | program | step s | gemm ms | attention ms | other ms | shares |")
-    print("|---|---:|---|---:|---:|---:|---:|---|")
+    print("\nStep time (CPU s, wall s) and shares gemm / attention / other (%), one thread, "
+          "bf16:\n")
+    print("| scheme | L | program | step CPU s | step wall s | gemm ms | attention ms | other ms "
+          "| shares |")
+    print("|---|---:|---|---:|---:|---:|---:|---:|---|")
     for case in results:
         for run in case["torch"] + [case["relpos"]]:
             name = f"PyTorch {run['mode']}" if run["framework"] == "torch" else "relpos bf16"
             s = run["seconds"]
-            print(f"| {case['scheme']} | {case['len']} | {name} | {run['step_s']:.3f} | "
+            print(f"| {case['scheme']} | {case['len']} | {name} | {run['step_s']:.3f} | {run['step_wall_s']:.3f} | "
                   f"{1e3 * s['gemm']:.0f} | {1e3 * s['attention']:.0f} | "
                   f"{1e3 * s['other']:.0f} | {shares(s)} |")
     print(f"\nBounds on relpos / PyTorch's fastest mode (target {TARGET_RATIO}); torch rate: "
