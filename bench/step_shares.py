@@ -55,7 +55,8 @@ Each is compared with target 3's 2.0. L must differ from d_model (256): the (L, 
 rule would take the weights for attention.
 
   /usr/bin/python3 bench/step_shares.py --cases none:128,t5:128 --json shares.json
-  /usr/bin/python3 bench/step_shares.py --from-json a.json b.json   # the tables again
+  /usr/bin/python3 bench/step_shares.py --from-json a.json b.json   # the tables again, and
+      # where a (scheme, L) is in several files, each bound's median and range over them
 """
 import argparse
 import json
@@ -284,6 +285,48 @@ def print_tables(results, gemm_ratio):
               f"| {1e3 * s['other']:.0f} |")
 
 
+def print_medians(results):
+    """Where a (scheme, L) was run more than once: each bound's median over the runs and its
+    range, and relpos's and PyTorch's in-step GEMM time (the same products at every scheme
+    and L but XL's W_r R), to show the run-to-run spread."""
+    runs = {}
+    for case in results:
+        runs.setdefault((case["scheme"], case["len"]), []).append(case)
+    if all(len(cases) == 1 for cases in runs.values()):
+        return
+    keys = ("ratio_now", "gemm_only", "gemm_attention", "gemm_only_torch_rate",
+            "gemm_attention_torch_rate", "gemm_only_torch_gemm", "gemm_attention_torch_gemm")
+    print("\nMedian over the runs of each (scheme, L) [lowest, highest]:\n")
+    print("| scheme | L | runs | " + " | ".join(keys) + " |")
+    print("|---|---:|---:|" + "---:|" * len(keys))
+    for (scheme, length), cases in runs.items():
+        cells = []
+        for key in keys:
+            values = [case["bounds"][key] for case in cases]
+            cells.append(f"{statistics.median(values):.2f} [{min(values):.2f}, {max(values):.2f}]")
+        print(f"| {scheme} | {length} | {len(cases)} | " + " | ".join(cells) + " |")
+    print(f"\nMedian over the runs, ms: what a relpos step at {TARGET_RATIO}× may spend beside its "
+          "GEMMs at torch.matmul's rate, against relpos's attention and other now:\n")
+    print("| scheme | L | runs | budget: attention + other | attention + other now | "
+          "cut needed | relpos attention now |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for (scheme, length), cases in runs.items():
+        budget = statistics.median(c["bounds"]["budget_attention_other_s"] for c in cases)
+        now = statistics.median(c["relpos"]["seconds"]["attention"]
+                                + c["relpos"]["seconds"]["other"] for c in cases)
+        attention = statistics.median(c["relpos"]["seconds"]["attention"] for c in cases)
+        cut = f"{100 * (1 - budget / now):.0f}%" if budget < now else "none"
+        print(f"| {scheme} | {length} | {len(cases)} | {1e3 * budget:.0f} | {1e3 * now:.0f} | "
+              f"{cut} | {1e3 * attention:.0f} |")
+    relpos = [1e3 * case["relpos"]["seconds"]["gemm"] for case in results]
+    fastest = [1e3 * run["seconds"]["gemm"] * run["step_s"] / run["profiled_step_s"]
+               for case in results for run in case["torch"]]
+    print(f"\nIn-step GEMM time over all {len(results)} runs, ms: relpos median "
+          f"{statistics.median(relpos):.0f} [{min(relpos):.0f}, {max(relpos):.0f}]; PyTorch "
+          f"(every mode) median {statistics.median(fastest):.0f} [{min(fastest):.0f}, "
+          f"{max(fastest):.0f}]")
+
+
 def parse_cases(text, parser):
     cases = []
     for item in text.split(","):
@@ -327,7 +370,9 @@ def main():
                 saved.append(json.load(f))
         if len({run["gemm_ratio"] for run in saved}) != 1:
             parser.error("--from-json: the files were written with different --gemm-ratio")
-        print_tables([case for run in saved for case in run["cases"]], saved[0]["gemm_ratio"])
+        cases = [case for run in saved for case in run["cases"]]
+        print_tables(cases, saved[0]["gemm_ratio"])
+        print_medians(cases)
         return
     cases, modes = parse_cases(args.cases, parser), args.modes.split(",")
     results = []
