@@ -62,6 +62,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -134,7 +135,13 @@ def profile_torch(args):
     import torch
     import torch._inductor.config
     from torch.profiler import ProfilerActivity, profile
-    from train_torch import TOKENS_PER_STEP, make_step
+    from train_torch import MODES, SCHEMES, TOKENS_PER_STEP, make_step
+
+    for flag, value, known in (("--cases", args.scheme, SCHEMES), ("--modes", args.mode, MODES)):
+        if value not in known:
+            print(f"step_shares: {flag}: unknown '{value}' (expected one of "
+                  f"{', '.join(known)})", file=sys.stderr)
+            sys.exit(2)
 
     torch._inductor.config.cpp.enable_kernel_profile = True  # names inductor's kernels
     torch.set_num_threads(args.threads)
@@ -166,11 +173,22 @@ def profile_torch(args):
     print(json.dumps({
         "framework": "torch", "torch_version": torch.__version__, "mode": args.mode,
         "scheme": args.scheme, "len": args.len, "batch": batch, "threads": args.threads,
-        "steps": args.steps, "step_wall_s": statistics.median(wall), "step_s": statistics.median(cpu),
+        "steps": args.steps, "step_wall_s": statistics.median(wall),
+        "step_s": statistics.median(cpu),
         "profiled_step_wall_s": profiled_wall, "profiled_step_s": profiled,
         "seconds": per_category, "top_ops_ms": {c: top(per_op[c]) for c in ("gemm", "attention")},
         "top_other_ops_ms": top(per_op["other"]),
     }))
+
+
+def check(out, command):
+    """Exit with one line (the run's last line of stderr) if a run failed: status 2 where the
+    run itself said its arguments were wrong, else 1."""
+    if out.returncode != 0:
+        lines = out.stderr.strip().splitlines() or ["(no message)"]
+        print(f"step_shares: {command[0]} ... {' '.join(command[-8:])}: exit "
+              f"{out.returncode}: {lines[-1]}", file=sys.stderr)
+        sys.exit(2 if out.returncode == 2 else 1)
 
 
 def run_torch(args, scheme, length, mode):
@@ -179,8 +197,7 @@ def run_torch(args, scheme, length, mode):
                "--warmup", str(args.warmup), "--threads", "1"]
     env = dict(os.environ, OMP_NUM_THREADS="1")
     out = subprocess.run(command, env=env, capture_output=True, text=True)
-    if out.returncode != 0:
-        sys.exit(f"step_shares: {' '.join(command)} failed: {out.stderr.strip()[-2000:]}")
+    check(out, command)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -192,8 +209,7 @@ def run_relpos(args, scheme, length, scratch):
                "--warmup", str(args.warmup), "--threads", "1", "--set", "train.precision=bf16"]
     env = dict(os.environ, OMP_NUM_THREADS="1")
     out = subprocess.run(command, env=env, capture_output=True, text=True)
-    if out.returncode != 0:
-        sys.exit(f"step_shares: {' '.join(command)} failed: {out.stderr.strip()[-2000:]}")
+    check(out, command)
     run = json.loads([line for line in out.stdout.splitlines() if line.startswith("{")][-1])
     report = subprocess.run(
         ["perf", "report", "-i", data, "--no-children", "--sort", "dso,sym", "-F",
@@ -216,7 +232,8 @@ def run_relpos(args, scheme, length, scratch):
     return {
         "framework": "relpos", "scheme": scheme, "len": length, "batch": run["batch"],
         "attention_kernel": run.get("attention"), "steps": args.steps, "warmup": args.warmup,
-        "step_wall_s": run["median_step_s"], "step_s": run["median_step_cpu_s"], "samples": samples, "frequency": args.frequency,
+        "step_wall_s": run["median_step_s"], "step_s": run["median_step_cpu_s"],
+        "samples": samples, "frequency": args.frequency,
         "sampled_s": sum(samples.values()) / args.frequency, "seconds": seconds,
         "top_ms": {c: {k: round(v / per_step, 3) for k, v in sorted(
             per_symbol[c].items(), key=lambda item: -item[1])[:8]} for c in CATEGORIES},
@@ -257,8 +274,9 @@ def print_tables(results, gemm_ratio):
         for run in case["torch"] + [case["relpos"]]:
             name = f"PyTorch {run['mode']}" if run["framework"] == "torch" else "relpos bf16"
             s = run["seconds"]
-            print(f"| {case['scheme']} | {case['len']} | {name} | {run['step_s']:.3f} | {run['step_wall_s']:.3f} | "
-                  f"{1e3 * s['gemm']:.0f} | {1e3 * s['attention']:.0f} | "
+            print(f"| {case['scheme']} | {case['len']} | {name} | {run['step_s']:.3f} | "
+                  f"{run['step_wall_s']:.3f} | {1e3 * s['gemm']:.0f} | "
+                  f"{1e3 * s['attention']:.0f} | "
                   f"{1e3 * s['other']:.0f} | {shares(s)} |")
     print(f"\nBounds on relpos / PyTorch's fastest mode (target {TARGET_RATIO}); torch rate: "
           f"relpos's GEMM time × {gemm_ratio}; torch GEMM: PyTorch's own in-step GEMM time:\n")
@@ -303,10 +321,11 @@ def print_medians(results):
         cells = []
         for key in keys:
             values = [case["bounds"][key] for case in cases]
-            cells.append(f"{statistics.median(values):.2f} [{min(values):.2f}, {max(values):.2f}]")
+            cells.append(f"{statistics.median(values):.2f} "
+                         f"[{min(values):.2f}, {max(values):.2f}]")
         print(f"| {scheme} | {length} | {len(cases)} | " + " | ".join(cells) + " |")
-    print(f"\nMedian over the runs, ms: what a relpos step at {TARGET_RATIO}× may spend beside its "
-          "GEMMs at torch.matmul's rate, against relpos's attention and other now:\n")
+    print(f"\nMedian over the runs, ms: what a relpos step at {TARGET_RATIO}× may spend beside "
+          "its GEMMs at torch.matmul's rate, against relpos's attention and other now:\n")
     print("| scheme | L | runs | budget: attention + other | attention + other now | "
           "cut needed | relpos attention now |")
     print("|---|---:|---:|---:|---:|---:|---:|")
@@ -375,6 +394,14 @@ def main():
         print_medians(cases)
         return
     cases, modes = parse_cases(args.cases, parser), args.modes.split(",")
+    binary = os.path.join(args.build_dir, "bench", "bench_train")
+    if not os.access(binary, os.X_OK):
+        parser.error(f"--build-dir: {binary} is not an executable (cmake --build "
+                     f"{args.build_dir} --target bench_train)")
+    if shutil.which("perf") is None:
+        parser.error("perf is not on PATH (Debian: linux-perf)")
+    if not os.access(args.python, os.X_OK):
+        parser.error(f"--python: {args.python} is not an executable")
     results = []
     with tempfile.TemporaryDirectory() as scratch:
         for scheme, length in cases:
