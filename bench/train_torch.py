@@ -370,6 +370,39 @@ def make_optimizer(model):
     return torch.optim.AdamW(groups, lr=1e-3, betas=(0.9, 0.99), eps=1e-8)
 
 
+def make_step(scheme, length, batch, mode):
+    """The model (seeded as every run) and a function that runs one training step on a fresh
+    random batch and returns its loss: zero_grad, forward and loss (under autocast in the
+    bf16 modes; compiled in the compile modes), backward, clipping, AdamW. bench/step_shares.py
+    profiles the same step."""
+    torch.manual_seed(0)
+    corpus = load_corpus()
+    generator = torch.Generator().manual_seed(0)
+    model = TransformerLM(scheme, length)
+    model.train()
+    optimizer = make_optimizer(model)
+    forward = torch.compile(model) if mode.startswith("compile") else model
+
+    def precision():
+        if mode in ("bf16", "compile-bf16"):
+            return torch.autocast("cpu", dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
+    def train_step():
+        optimizer.zero_grad(set_to_none=True)
+        inputs, targets = random_windows(corpus, length, batch, generator)
+        with precision():
+            logits = forward(inputs)
+            loss = F.cross_entropy(logits.view(-1, VOCAB), targets.reshape(-1))
+        value = loss.item()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        return value
+
+    return model, train_step
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--scheme", choices=SCHEMES, default="none")
@@ -391,31 +424,11 @@ def main():
     batch = args.batch or max(1, TOKENS_PER_STEP // args.len)
 
     torch.set_num_threads(args.threads)
-    torch.manual_seed(0)
-    corpus = load_corpus()
-    generator = torch.Generator().manual_seed(0)
-    model = TransformerLM(args.scheme, args.len)
-    model.train()
-    optimizer = make_optimizer(model)
-    forward = torch.compile(model) if compiled else model
-
-    def precision():
-        if args.mode in ("bf16", "compile-bf16"):
-            return torch.autocast("cpu", dtype=torch.bfloat16)
-        return contextlib.nullcontext()
-
+    model, train_step = make_step(args.scheme, args.len, batch, args.mode)
     step_seconds, warmup_seconds, losses = [], [], []
     for step in range(args.warmup + args.steps):
         start = time.perf_counter()
-        optimizer.zero_grad(set_to_none=True)
-        inputs, targets = random_windows(corpus, args.len, batch, generator)
-        with precision():
-            logits = forward(inputs)
-            loss = F.cross_entropy(logits.view(-1, VOCAB), targets.reshape(-1))
-        losses.append(loss.item())
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
+        losses.append(train_step())
         (step_seconds if step >= args.warmup else warmup_seconds).append(
             time.perf_counter() - start
         )
