@@ -24,18 +24,11 @@ import statistics
 import subprocess
 import sys
 
+from train_throughput import name_list
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCHEMES = ("sinusoidal", "learned", "t5", "shaw", "xl", "alibi", "rope", "kerple")
 PRECISIONS = ("fp32", "bf16")
-
-
-def name_list(text, allowed):
-    names = [x for x in text.split(",") if x]
-    unknown = [x for x in names if x not in allowed]
-    if unknown:
-        raise argparse.ArgumentTypeError(
-            f"unknown {','.join(unknown)} (expected some of {','.join(allowed)})")
-    return names
 
 
 def parse_args():
