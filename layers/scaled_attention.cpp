@@ -8,6 +8,7 @@
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/fire_bias.h"
 #include "autograd/ops/flash_attention.h"
+#include "autograd/ops/head_layout.h"
 #include "autograd/ops/mask.h"
 #include "autograd/ops/matmul.h"
 #include "autograd/ops/relative.h"
@@ -39,12 +40,6 @@ Tensor head_bias(const Tensor& b) { return reshape(b, {1, b.size(0), 1, b.size(1
 Tensor plus_head_bias(const Tensor& q, const Tensor& b) {
   const Tensor rows = permute(q, {0, 2, 1, 3});  // (B, L, H, D)
   return permute(add(rows, reshape(b, {1, 1, b.size(0), b.size(1)})), {0, 2, 1, 3});
-}
-
-// Whether x (B, H, L, C) views the (B, L, H, C) layout of the projections (head_layout.h).
-bool in_head_layout(const Tensor& x) {
-  const std::int64_t h = x.size(1), l = x.size(2), c = x.size(3);
-  return x.strides() == Shape{l * h * c, c, h * c, 1};
 }
 
 // x (B, H, L, C) in that layout as the (B·L·H, C) matrix of its rows: a view, no copy.

@@ -6,12 +6,21 @@
 
 namespace relpos {
 
+// The strides of a (B, H, L, C) view of a contiguous (B, L, H, C) tensor.
+inline Shape head_layout_strides(std::int64_t heads, std::int64_t len, std::int64_t cols) {
+  return {len * heads * cols, cols, heads * cols, 1};
+}
+
+// Whether x (B, H, L, C) views the (B, L, H, C) layout.
+inline bool in_head_layout(const Tensor& x) {
+  return x.strides() == head_layout_strides(x.size(1), x.size(2), x.size(3));
+}
+
 // An uninitialised (B, H, L, C) tensor stored as (B, L, H, C).
 inline Tensor empty_heads(std::int64_t batch, std::int64_t heads, std::int64_t len,
                           std::int64_t cols, const Tensor& like) {
   Tensor t = Tensor::empty({batch, len, heads, cols}, like.dtype(), like.device());
-  return Tensor::view_of(t, {batch, heads, len, cols}, {len * heads * cols, cols, heads * cols, 1},
-                         0);
+  return Tensor::view_of(t, {batch, heads, len, cols}, head_layout_strides(heads, len, cols), 0);
 }
 
 // empty_heads shaped like x (B, H, L, C).
