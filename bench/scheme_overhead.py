@@ -24,7 +24,7 @@ import statistics
 import subprocess
 import sys
 
-from train_throughput import name_list
+from train_throughput import int_list, name_list
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCHEMES = ("sinusoidal", "learned", "t5", "shaw", "xl", "alibi", "rope", "kerple")
@@ -35,8 +35,7 @@ def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--schemes", default="t5,shaw,xl,alibi,rope,kerple",
                    type=lambda t: name_list(t, SCHEMES), help="comma-separated, besides none")
-    p.add_argument("--lengths", default=[128],
-                   type=lambda t: [int(x) for x in t.split(",") if x])
+    p.add_argument("--lengths", default=[128], type=int_list)
     p.add_argument("--precisions", default=["bf16"], type=lambda t: name_list(t, PRECISIONS))
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--steps", type=int, default=4, help="timed steps per run")
