@@ -91,8 +91,8 @@ std::string describe(const EveryTermCase& c);
 // partial); scales 0.6 and 0.4.
 EveryTermCase gradcheck_case(bool causal, const AttentionChunk& chunk = {});
 
-// x = {q, k, v, distance bias, Shaw's clipped logits, xl_query, xl_r}: leaves in `dtype`,
-// N(0, 1), XL's two N(0, 0.25).
+// x = {q, k, v, distance bias, Shaw's clipped logits, xl_u, xl_v, xl_r}: leaves in `dtype`,
+// N(0, 1), XL's three N(0, 0.25).
 std::vector<Tensor> every_term_inputs(const EveryTermCase& c, DType dtype, Rng& rng);
 
 // The flash op on every_term_inputs: (B, H, Lq, D + 2k+1), the output and Shaw's bins.
