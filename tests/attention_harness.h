@@ -98,7 +98,7 @@ std::vector<Tensor> every_term_inputs(const EveryTermCase& c, DType dtype, Rng& 
 // The flash op on every_term_inputs: (B, H, Lq, D + 2k+1), the output and Shaw's bins.
 Tensor flash_every_term(const std::vector<Tensor>& x, const EveryTermCase& c);
 
-// The output and the gradients of every input the op reads (XL's two when causal) for
+// The output and the gradients of every input the op reads (XL's three when causal) for
 // <out, w>, inputs and w from Rng(c.seed); the forward runs under `precision`, the
 // backward after that scope unless `backward_in_scope` (it must repeat the recorded
 // precision).

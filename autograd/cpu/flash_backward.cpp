@@ -103,8 +103,11 @@ void store_tile(const std::vector<T>& tile, const std::vector<T>& extra, std::in
 // null: nothing.
 template <class T>
 void add_rows(const std::vector<T>& tile, std::int64_t rows, std::int64_t dim, double* sum) {
-  for (std::int64_t r = 0; r < rows && sum; ++r)
-    for (std::int64_t d = 0; d < dim; ++d) sum[d] += tile[r * dim + d];
+  for (std::int64_t r = 0; r < rows && sum; ++r) {
+    const T* row = tile.data() + r * dim;
+#pragma omp simd
+    for (std::int64_t d = 0; d < dim; ++d) sum[d] += row[d];
+  }
 }
 
 template <class T>
