@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "autograd/ops/shape.h"
-#include "autograd/random.h"
 #include "autograd/precision.h"
+#include "autograd/random.h"
 #include "autograd/tape.h"
 #include "layers/scaled_attention.h"
 #include "test_helpers.h"
@@ -26,13 +26,12 @@ constexpr std::int64_t kBatch = 2, kHeads = 3, kDim = 16, kQueries = 70, kKeys =
 // a (B, H, Lq, D) view of (B, Lq, H, D) rows, as the projections give it.
 std::vector<Tensor> xl_results(AttentionPath path, Precision precision) {
   Rng rng(2401);
-  std::vector<Tensor> leaves{
-      randn({kBatch, kQueries, kHeads, kDim}, rng, DType::f32),  // q's rows
-      randn({kBatch, kHeads, kKeys, kDim}, rng, DType::f32),     // k
-      randn({kBatch, kHeads, kKeys, kDim}, rng, DType::f32),     // v
-      randn({kHeads, kDim}, rng, DType::f32, 0.5),               // u
-      randn({kHeads, kDim}, rng, DType::f32, 0.5),               // v_bias
-      randn({kHeads, kKeys, kDim}, rng, DType::f32, 0.5)};       // W_r R
+  std::vector<Tensor> leaves{randn({kBatch, kQueries, kHeads, kDim}, rng, DType::f32),  // q's rows
+                             randn({kBatch, kHeads, kKeys, kDim}, rng, DType::f32),     // k
+                             randn({kBatch, kHeads, kKeys, kDim}, rng, DType::f32),     // v
+                             randn({kHeads, kDim}, rng, DType::f32, 0.5),               // u
+                             randn({kHeads, kDim}, rng, DType::f32, 0.5),               // v_bias
+                             randn({kHeads, kKeys, kDim}, rng, DType::f32, 0.5)};       // W_r R
   for (Tensor& t : leaves) t.set_requires_grad(true);
   PositionTerms terms;
   terms.xl_u = leaves[3];
