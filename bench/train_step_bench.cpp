@@ -141,6 +141,20 @@ double peak_rss_mib() {
   return static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
 }
 
+// What the kernel has done for this process so far: minor page faults and system CPU
+// seconds, all threads.
+struct KernelUse {
+  long minor_faults = 0;
+  double system_s = 0.0;
+};
+
+KernelUse kernel_use() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return {usage.ru_minflt, static_cast<double>(usage.ru_stime.tv_sec) +
+                               1e-6 * static_cast<double>(usage.ru_stime.tv_usec)};
+}
+
 nlohmann::json run_training(const Options& o) {
   const std::int64_t batch =
       o.batch > 0 ? o.batch : std::max<std::int64_t>(1, kTokensPerStep / o.len);
@@ -151,7 +165,11 @@ nlohmann::json run_training(const Options& o) {
   const double lr = run.config.optim.lr, clip = run.config.optim.grad_clip;
 
   std::vector<double> step_seconds, step_cpu_seconds, losses;
+  std::vector<long> step_faults;
+  KernelUse timed_start;
   for (int step = 0; step < o.warmup + o.steps; ++step) {
+    const KernelUse kernel_start = kernel_use();
+    if (step == o.warmup) timed_start = kernel_start;
     const double start = bench::now_seconds(), cpu_start = bench::process_cpu_seconds();
     optimizer.zero_grad();
     const Batch b = run.data->next_train();
@@ -165,8 +183,10 @@ nlohmann::json run_training(const Options& o) {
     if (step >= o.warmup) {
       step_seconds.push_back(bench::now_seconds() - start);
       step_cpu_seconds.push_back(bench::process_cpu_seconds() - cpu_start);
+      step_faults.push_back(kernel_use().minor_faults - kernel_start.minor_faults);
     }
   }
+  const KernelUse timed_end = kernel_use();
   const double median_step = bench::median(step_seconds);
   const double tokens_per_s = static_cast<double>(batch * o.len) / median_step;
   const double position_flops = position_flops_per_token(model.config(), o.len, batch);
@@ -194,6 +214,11 @@ nlohmann::json run_training(const Options& o) {
           {"tokens_per_s", tokens_per_s},
           {"model_gflops", flops_per_token * tokens_per_s / 1e9},
           {"settings", o.settings},
+          // Each timed step's minor page faults, and the timed steps' system CPU seconds
+          // per step: the first step faults in the step's memory, later ones next to none
+          // (bench/results/step-faults.md).
+          {"step_minor_faults", step_faults},
+          {"system_cpu_s_per_step", (timed_end.system_s - timed_start.system_s) / o.steps},
           {"peak_rss_mib", peak_rss_mib()},
           {"peak_tensor_mib",
            static_cast<double>(allocator_for(run.device).stats().peak_bytes) / (1024.0 * 1024.0)},
