@@ -9,7 +9,9 @@ std::shared_ptr<Storage> find_bf16_input(const Tensor& x) {
   return d.block;
 }
 
-void release_bf16_input(const Tensor& x) { x.storage()->set_derived({}); }
+void release_bf16_input(const Tensor& x) {
+  if (find_bf16_input(x)) x.storage()->set_derived({});
+}
 
 Bf16Input bf16_input(const Tensor& x) {
   if (std::shared_ptr<Storage> bits = find_bf16_input(x)) return {bits, true};

@@ -32,8 +32,8 @@ Bf16Input bf16_input(const Tensor& x);
 // The kept rounding of x's current values (x as for bf16_input), or nullptr when there is none.
 std::shared_ptr<Storage> find_bf16_input(const Tensor& x);
 
-// Drops the rounding kept with x's storage (its last reader is done with it): freed unless
-// someone else holds it.
+// Drops x's kept rounding (its last reader is done with it): freed unless someone else holds
+// it. A block kept for other values of the storage stays.
 void release_bf16_input(const Tensor& x);
 
 }  // namespace relpos
