@@ -2,13 +2,13 @@
 // The bf16 rounding of a tensor's values that bf16 products read instead of rounding the
 // tensor themselves (docs/bf16.md). Under Precision::bf16 on the CPU, the op that writes a
 // tensor a bf16 product will read also writes its rounding in the same pass (LayerNorm's
-// output, the GELU output, the attention output; the residual stream's gradient, attention's
-// dq, dk, dv, GELU's dz), and a linear layer's forward rounds an input that has none into
-// such a block, which its backward's dW = dzᵀ·x then reads (the input kept in half of f32's
-// bytes, rounded once). The block is kept with the tensor's storage (Storage::derived) and
-// found again by every product that reads the same values while the storage's version is
-// unchanged (every in-place write bumps it), so linear layers that read one x (attention's
-// q, k and v) share one copy. It dies with the storage, or later while a backward holds it.
+// output, the GELU output, the attention output, the residual stream's gradient), and a
+// linear layer's forward rounds an input that has none into such a block, which its
+// backward's dW = dzᵀ·x then reads (the input kept in half of f32's bytes, rounded once). The
+// block is kept with the tensor's storage (Storage::derived) and found again by every product
+// that reads the same values while the storage's version is unchanged (every in-place write
+// bumps it), so linear layers that read one x (attention's q, k and v) share one copy. It dies
+// with the storage (or is released by its last reader), or later while a backward holds it.
 #include <cstdint>
 #include <memory>
 

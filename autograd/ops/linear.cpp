@@ -158,9 +158,9 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activat
           // bf16 on the CPU with both products: dz is rounded once into gz16 (the bits of
           // rounding it in each product), which both read: by the op that wrote dy when it
           // kept dy's rounding (autograd/ops/bf16_input.h: the residual stream's gradient,
-          // attention's dq, dk, dv) and the layer has no activation, else by the activation's
-          // pass where it has a bias gradient to sum (every MLP layer: no product reads dz in
-          // f32), else by dx's product.
+          // written by the fused norm backward) and the layer has no activation, else by the
+          // activation's pass where it has a bias gradient to sum (every MLP layer: no product
+          // reads dz in f32), else by dx's product.
           const bool bf16_gz = precision == Precision::bf16 && gy.dtype() == DType::f32 &&
                                gy.device() == Device::cpu && rows > 0 && in > 0 && out > 0;
           const bool share_gz16 = need_x && need_w && bf16_gz;
