@@ -96,7 +96,10 @@ void Backend::norm_backward_add(const Tensor& x, const Tensor& gamma, const Tens
                                 const Tensor& rstd, const Tensor& grad_y,
                                 const Tensor& grad_residual, bool rms, std::int64_t rows,
                                 std::int64_t n, const Tensor& grad_x, const Tensor& grad_gamma,
-                                const Tensor& grad_beta) {
+                                const Tensor& grad_beta, std::uint16_t* grad_x_bf16) {
+  if (grad_x_bf16 != nullptr)
+    throw InternalError(
+        fmt::format("norm_backward_add: {} writes no bf16 copy of grad_x", name_of(device())));
   norm_backward(x, gamma, mean, rstd, grad_y, rms, rows, n, grad_x, grad_gamma, grad_beta);
   binary(BinaryOp::add, grad_residual, grad_x, grad_x);
 }
@@ -104,7 +107,8 @@ void Backend::norm_backward_add(const Tensor& x, const Tensor& gamma, const Tens
 void Backend::rotary(const Tensor&, const Tensor&, const Tensor&, const Tensor&, bool) {
   not_on_device(*this, Kernel::rotary);
 }
-void Backend::flash_attention(const FlashAttentionArgs&, const Tensor&, const Tensor&) {
+void Backend::flash_attention(const FlashAttentionArgs&, const Tensor&, const Tensor&,
+                              std::uint16_t*) {
   not_on_device(*this, Kernel::flash_attention);
 }
 void Backend::flash_attention_backward(const FlashAttentionArgs&, const Tensor&, const Tensor&,

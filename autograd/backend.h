@@ -226,13 +226,15 @@ class Backend {
                         std::uint16_t* y_bf16);
   // norm_backward whose grad_x also receives grad_residual (rows, n), the gradient that h's
   // other consumers sent it: grad_x = grad_residual + the normalisation's gradient (that sum's
-  // order, as the tape's accumulation adds them). The default runs norm_backward and binary;
-  // a backend may fuse them into one pass.
+  // order, as the tape's accumulation adds them). grad_x_bf16: null, or rows * n values that
+  // receive grad_x rounded to bf16 as a bf16 product rounds its operands (the backward products
+  // of the linear layer that wrote delta read them). The default runs norm_backward and binary
+  // and writes no bf16 copy; a backend may fuse them into one pass.
   virtual void norm_backward_add(const Tensor& x, const Tensor& gamma, const Tensor& mean,
                                  const Tensor& rstd, const Tensor& grad_y,
                                  const Tensor& grad_residual, bool rms, std::int64_t rows,
                                  std::int64_t n, const Tensor& grad_x, const Tensor& grad_gamma,
-                                 const Tensor& grad_beta);
+                                 const Tensor& grad_beta, std::uint16_t* grad_x_bf16);
 
   // ---- embedding: table (vocab, dim), indices i64 (count) ----
   virtual void embedding(const Tensor& table, const Tensor& indices, const Tensor& out) = 0;
@@ -274,8 +276,12 @@ class Backend {
                       bool inverse);
   // Tiled attention (see FlashAttentionArgs): writes out (B, H, Lq, D [+ 2k+1]) and the
   // per-row log-sum-exp lse (B, H, Lq) that the backward recomputes probabilities from.
-  virtual void flash_attention(const FlashAttentionArgs& args, const Tensor& out,
-                               const Tensor& lse);
+  // out_bf16: null, or (f32, out dense, no value bins, D a multiple of 16) where out's bf16
+  // rounding goes, each value at its element's offset from out's first, each head row rounded
+  // as a bf16 product rounds its operand's rows (the output projection reads it:
+  // autograd/ops/bf16_input.h).
+  virtual void flash_attention(const FlashAttentionArgs& args, const Tensor& out, const Tensor& lse,
+                               std::uint16_t* out_bf16);
   // Gradients of every wanted input from grad_out; the learned tables' gradients are
   // reduced over the batch in a fixed order (deterministic).
   virtual void flash_attention_backward(const FlashAttentionArgs& args, const Tensor& out,

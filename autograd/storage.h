@@ -24,13 +24,14 @@ class Storage {
   std::uint64_t version() const { return version_; }
   void bump_version() { ++version_; }
 
-  // A block made from this one's values and kept with it, dying with it: a linear layer's
-  // weight keeps its bf16 rounding here (autograd/ops/bf16_weight.h). `version`: this
-  // block's version when it was made; offset, rows, cols: the view it was made from.
+  // A block made from this one's values and kept with it, dying with it: the bf16 rounding
+  // that bf16 products read (autograd/ops/bf16_input.h; a linear layer's weight:
+  // autograd/ops/bf16_weight.h). `version`: this block's version when it was made; offset,
+  // numel: the elements it was made from (one dense run, in memory order).
   struct Derived {
     std::shared_ptr<Storage> block;
     std::uint64_t version = 0;
-    std::int64_t offset = 0, rows = 0, cols = 0;
+    std::int64_t offset = 0, numel = 0;
   };
   const Derived& derived() const { return derived_; }
   void set_derived(Derived derived) { derived_ = std::move(derived); }

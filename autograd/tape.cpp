@@ -57,6 +57,8 @@ bool dense(const Tensor& t) {
 // that is a permutation of one block, like grad (e.g. a (B, H, L, D) gradient in the (B, L,
 // H, D) layout of the attention layer's projections), is added to as that flat block: it
 // keeps its layout, so that the backward of the permute that made it is a view, not a copy.
+// An in-place add bumps the slot's version: a bf16 rounding kept with the slot's storage
+// (autograd/ops/bf16_input.h) is of the values before it.
 void accumulate(Tensor& slot, const Tensor& grad) {
   const bool same_kind = slot.defined() && slot.shape() == grad.shape() &&
                          slot.dtype() == grad.dtype() && slot.device() == grad.device() &&
@@ -65,11 +67,13 @@ void accumulate(Tensor& slot, const Tensor& grad) {
     slot = grad;
   } else if (same_kind && held_only_here(slot)) {
     backend_of(slot).binary(BinaryOp::add, slot, grad, slot);
+    slot.bump_version();
   } else if (same_kind && seen_only_here(slot) && dense(slot) && slot.strides() == grad.strides()) {
     const Shape flat{slot.numel()}, unit{1};
     const Tensor flat_slot = Tensor::view_of(slot, flat, unit, slot.offset());
     backend_of(slot).binary(BinaryOp::add, flat_slot,
                             Tensor::view_of(grad, flat, unit, grad.offset()), flat_slot);
+    slot.bump_version();
   } else {
     slot = add(slot, grad);
   }

@@ -13,9 +13,10 @@ Tensor Norm::forward(const Tensor& x) const {
                                       : rms_norm(x, gamma_, eps_);
 }
 
-ResidualNorm Norm::forward(const Tensor& x, const Tensor& delta) const {
-  return kind_ == NormKind::layernorm ? add_layer_norm(x, delta, gamma_, beta_, eps_, feeds_linear_)
-                                      : add_rms_norm(x, delta, gamma_, eps_, feeds_linear_);
+ResidualNorm Norm::forward(const Tensor& x, const Tensor& delta, bool delta_from_linear) const {
+  const NormBf16 bf16{feeds_linear_, delta_from_linear};
+  return kind_ == NormKind::layernorm ? add_layer_norm(x, delta, gamma_, beta_, eps_, bf16)
+                                      : add_rms_norm(x, delta, gamma_, eps_, bf16);
 }
 
 }  // namespace relpos

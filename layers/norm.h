@@ -14,7 +14,9 @@ class Norm : public Module {
   Norm(NormKind kind, std::int64_t dim, double eps = 1e-5, bool feeds_linear = false);
   Tensor forward(const Tensor& x) const;
   // The residual add before the norm, fused with it: {x + delta, forward(x + delta)}.
-  ResidualNorm forward(const Tensor& x, const Tensor& delta) const;
+  // delta_from_linear: delta is a linear layer's output (under bf16 the backward pass then
+  // writes the rounding of delta's gradient for that layer's products: add_layer_norm).
+  ResidualNorm forward(const Tensor& x, const Tensor& delta, bool delta_from_linear = false) const;
 
  private:
   NormKind kind_;

@@ -63,11 +63,14 @@ ResidualNorm Block::forward(const Tensor& x, const Tensor& h, const Norm& next_n
                             KnnMemory* knn) const {
   const double p = config_.dropout;
   if (attention_input) *attention_input = h.detach();
-  Tensor a = attn_->forward(h, start, memory, cache, knn);  // (B, L, d)
-  // y = x + attention, and norm2(y)
-  ResidualNorm y = norm2_->forward(x, dropout(a, p, mix64(dropout_seed, 0), 0, training()));
+  Tensor a = attn_->forward(h, start, memory, cache, knn);  // (B, L, d): the projection o's output
+  // y = x + attention, and norm2(y). A delta that is the linear layer's output itself (no
+  // dropout mask between) gets its gradient's bf16 rounding from the norm's backward pass.
+  const Tensor a_kept = dropout(a, p, mix64(dropout_seed, 0), 0, training());
+  ResidualNorm y = norm2_->forward(x, a_kept, a_kept.storage() == a.storage());
   Tensor m = fc2_->forward(fc1_->forward(y.normed, Activation::gelu_tanh));  // (B, L, d)
-  return next_norm.forward(y.sum, dropout(m, p, mix64(dropout_seed, 1), 0, training()));
+  const Tensor m_kept = dropout(m, p, mix64(dropout_seed, 1), 0, training());
+  return next_norm.forward(y.sum, m_kept, m_kept.storage() == m.storage());
 }
 
 TransformerLM::TransformerLM(const ModelConfig& config, Rng& rng)
@@ -121,10 +124,10 @@ TransformerLM::TransformerLM(const ModelConfig& config, Rng& rng)
         &register_module("blocks." + std::to_string(l),
                          std::make_unique<Block>(config_, l, scheme, rng, chunk_.get())));
   }
-  // Tied embeddings: the head is a matmul with the table, which rounds its operands itself.
-  final_norm_ = &register_module(
-      "final_norm",
-      std::make_unique<Norm>(config.norm, config.d_model, 1e-5, !config.tie_embeddings));
+  // The head reads the final norm's bf16 rounding: a linear layer, or with tied embeddings a
+  // matmul with the table, which reads a kept rounding of its operand too.
+  final_norm_ = &register_module("final_norm",
+                                 std::make_unique<Norm>(config.norm, config.d_model, 1e-5, true));
   if (!config.tie_embeddings)
     head_ = &register_module("head",
                              std::make_unique<Linear>(config.d_model, config.vocab, false, rng));

@@ -201,7 +201,7 @@ TEST_CASE(
     const PrecisionScope bf16(Precision::bf16);
     const Tensor x = leaf(x0), delta = leaf(delta0), g = leaf(g0), b = leaf(b0);
     const Tensor wq = leaf(wq0), wk = leaf(wk0);
-    const ResidualNorm r = add_layer_norm(x, delta, g, b, 1e-5, feeds_linear);
+    const ResidualNorm r = add_layer_norm(x, delta, g, b, 1e-5, NormBf16{feeds_linear, false});
     if (feeds_linear) {  // the copy is there for the next product, and is its rounding
       const Bf16Input copy = bf16_input(r.normed.contiguous());
       REQUIRE(copy.rounded);

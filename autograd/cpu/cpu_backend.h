@@ -56,7 +56,8 @@ class CpuBackend final : public Backend {
   void norm_backward_add(const Tensor& x, const Tensor& gamma, const Tensor& mean,
                          const Tensor& rstd, const Tensor& grad_y, const Tensor& grad_residual,
                          bool rms, std::int64_t rows, std::int64_t n, const Tensor& grad_x,
-                         const Tensor& grad_gamma, const Tensor& grad_beta) override;
+                         const Tensor& grad_gamma, const Tensor& grad_beta,
+                         std::uint16_t* grad_x_bf16) override;
   void embedding(const Tensor& table, const Tensor& indices, const Tensor& out) override;
   void embedding_backward(const Tensor& grad_out, const Tensor& indices,
                           const Tensor& grad_table) override;
@@ -76,8 +77,8 @@ class CpuBackend final : public Backend {
                                  const RelativeSoftmaxGrads& grads) override;
   void rotary(const Tensor& x, const Tensor& cos, const Tensor& sin, const Tensor& out,
               bool inverse) override;
-  void flash_attention(const FlashAttentionArgs& args, const Tensor& out,
-                       const Tensor& lse) override;
+  void flash_attention(const FlashAttentionArgs& args, const Tensor& out, const Tensor& lse,
+                       std::uint16_t* out_bf16) override;
   void flash_attention_backward(const FlashAttentionArgs& args, const Tensor& out,
                                 const Tensor& lse, const Tensor& grad_out,
                                 const FlashAttentionGrads& grads) override;

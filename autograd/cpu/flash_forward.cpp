@@ -4,8 +4,10 @@
 // the per-row log-sum-exp so the backward can recompute probabilities.
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
+#include "autograd/cpu/bf16_round.h"
 #include "autograd/cpu/cpu_backend.h"
 #include "autograd/cpu/fast_exp.h"
 #include "autograd/cpu/flash_fire.h"
@@ -75,10 +77,11 @@ void online_softmax_row(const FlashGeometry& g, const FlashBlock& blk, std::int6
       });
 }
 
+// out16: null, or out's bf16 rounding (f32 only), at each element's offset from out's first.
 template <class T>
 void forward_head(const FlashAttentionArgs& a, const FlashGeometry& g, std::int64_t b,
                   std::int64_t h, const Tensor& out, const Tensor& lse,
-                  const cpu::FireTables<T>& fire) {
+                  const cpu::FireTables<T>& fire, std::uint16_t* out16) {
   auto& scratch = cpu::FlashScratch<T>::local(g);
   auto& query = cpu::QueryTile<T>::local();
   thread_local OnlineRows<T> st;
@@ -106,6 +109,8 @@ void forward_head(const FlashAttentionArgs& a, const FlashGeometry& g, std::int6
       T* dst = o.row(i0 + r);
       for (std::int64_t d = 0; d < g.dim; ++d) dst[d] = st.out[r * g.dim + d] * inv;
       for (std::int64_t c = 0; c < bins_width; ++c) dst[g.dim + c] = st.bins[r * g.width + c] * inv;
+      if constexpr (std::is_same_v<T, float>)
+        if (out16) cpu::round_row_to_bf16(dst, g.dim, out16 + (dst - out.data<T>()));
       lse_rows[i0 + r] = st.max[r] + std::log(st.sum[r]);
     }
   }
@@ -114,14 +119,14 @@ void forward_head(const FlashAttentionArgs& a, const FlashGeometry& g, std::int6
 }  // namespace
 
 void CpuBackend::flash_attention(const FlashAttentionArgs& args, const Tensor& out,
-                                 const Tensor& lse) {
+                                 const Tensor& lse, std::uint16_t* out_bf16) {
   const FlashGeometry g(args);
   cpu::bf16_begin_kernel_call();
   dispatch_floating(out.dtype(), [&](auto zero) {
     using T = decltype(zero);
     const cpu::FireTables<T> fire(args.fire, g);
     cpu::parallel_for(g.batch * g.heads, g.worth_threads(), [&](std::int64_t bh) {
-      forward_head<T>(args, g, bh / g.heads, bh % g.heads, out, lse, fire);
+      forward_head<T>(args, g, bh / g.heads, bh % g.heads, out, lse, fire, out_bf16);
     });
   });
 }

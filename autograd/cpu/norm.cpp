@@ -75,11 +75,13 @@ void norm_forward_typed(const Tensor& x, const Tensor& delta, const Tensor& h, c
 }
 
 // grad_residual: undefined, or (rows, n) added to grad_x (grad_residual + the norm's part).
+// dx16: null, or (rows, n) that receives grad_x rounded to bf16 (f32 only), row by row as a
+// product rounds its operand.
 template <class T>
 void norm_backward_typed(const Tensor& x, const Tensor& gamma, const Tensor& mean,
                          const Tensor& rstd, const Tensor& grad_y, const Tensor& grad_residual,
                          bool rms, std::int64_t rows, std::int64_t n, const Tensor& grad_x,
-                         const Tensor& grad_gamma, const Tensor& grad_beta) {
+                         const Tensor& grad_gamma, const Tensor& grad_beta, std::uint16_t* dx16) {
   const T* px = x.data<T>();                                      // (rows, n)
   const T* pgamma = gamma.defined() ? gamma.data<T>() : nullptr;  // (n) or none
   const T* pmean = rms ? nullptr : mean.data<T>();                // (rows)
@@ -118,6 +120,8 @@ void norm_backward_typed(const Tensor& x, const Tensor& gamma, const Tensor& mea
         const T* res = pres + r * n;
         for (std::int64_t j = 0; j < n; ++j) out[j] = res[j] + out[j];
       }
+      if constexpr (std::is_same_v<T, float>)
+        if (dx16) cpu::round_row_to_bf16(out, n, dx16 + r * n);
     });
   }
 
@@ -176,7 +180,7 @@ void CpuBackend::norm_backward(const Tensor& x, const Tensor& gamma, const Tenso
                                const Tensor& grad_gamma, const Tensor& grad_beta) {
   dispatch_floating(x.dtype(), [&](auto zero) {
     norm_backward_typed<decltype(zero)>(x, gamma, mean, rstd, grad_y, Tensor(), rms, rows, n,
-                                        grad_x, grad_gamma, grad_beta);
+                                        grad_x, grad_gamma, grad_beta, nullptr);
   });
 }
 
@@ -184,10 +188,15 @@ void CpuBackend::norm_backward_add(const Tensor& x, const Tensor& gamma, const T
                                    const Tensor& rstd, const Tensor& grad_y,
                                    const Tensor& grad_residual, bool rms, std::int64_t rows,
                                    std::int64_t n, const Tensor& grad_x, const Tensor& grad_gamma,
-                                   const Tensor& grad_beta) {
+                                   const Tensor& grad_beta, std::uint16_t* grad_x_bf16) {
+  if (grad_x_bf16 != nullptr && x.dtype() != DType::f32) {  // bf16 copies are of f32 values only
+    Backend::norm_backward_add(x, gamma, mean, rstd, grad_y, grad_residual, rms, rows, n, grad_x,
+                               grad_gamma, grad_beta, grad_x_bf16);
+    return;
+  }
   dispatch_floating(x.dtype(), [&](auto zero) {
     norm_backward_typed<decltype(zero)>(x, gamma, mean, rstd, grad_y, grad_residual, rms, rows, n,
-                                        grad_x, grad_gamma, grad_beta);
+                                        grad_x, grad_gamma, grad_beta, grad_x_bf16);
   });
 }
 

@@ -121,6 +121,8 @@ State& state() {
   return s;
 }
 
+thread_local std::uint64_t operand_roundings = 0;
+
 // A bf16 operand of the primitive: `data` itself when it is bf16 already, else its rounding,
 // written to `out` when given and otherwise to `scratch`, a block of the tensor allocator
 // that lives as long as the caller keeps it. Rounding packs the operand, so `s` becomes
@@ -134,6 +136,7 @@ const void* bf16_operand(const void* data, bool is_bf16, std::uint16_t* out, Sto
     out = static_cast<std::uint16_t*>(scratch->data());
   }
   round_to_bf16(static_cast<const float*>(data), s, batch, out);
+  ++operand_roundings;
   s = packed(s);
   return out;
 }
@@ -163,6 +166,8 @@ std::uint64_t onednn_primitives_made() {
   const std::lock_guard lock(st.mutex);
   return st.made;
 }
+
+std::uint64_t onednn_operand_roundings() { return operand_roundings; }
 
 void onednn_gemm(const GemmArgs& g) {
   if (g.dtype != DType::f32) throw InternalError("onednn_gemm: expected f32 operands");
@@ -200,6 +205,8 @@ bool onednn_built() { return false; }
 std::size_t onednn_cached_primitives() { return 0; }
 
 std::uint64_t onednn_primitives_made() { return 0; }
+
+std::uint64_t onednn_operand_roundings() { return 0; }
 
 void onednn_gemm(const GemmArgs&) {
   fail("train.precision=bf16 is not available: {}", bf16_unavailable_reason());

@@ -23,6 +23,10 @@ std::size_t onednn_cached_primitives();
 // shape made again after the cache dropped it): what a run's shapes cost.
 std::uint64_t onednn_primitives_made();
 
+// How many f32 operands bf16 products rounded so far on this thread (operands given as bf16
+// bits are not counted): what the tests count.
+std::uint64_t onednn_operand_roundings();
+
 // args.dtype must be f32. Throws UsageError when bf16 is asked and unavailable.
 void onednn_gemm(const GemmArgs& args);
 

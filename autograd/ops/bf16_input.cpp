@@ -1,30 +1,23 @@
 #include "autograd/ops/bf16_input.h"
 
 namespace relpos {
-namespace {
 
-// What the last call handed out, held weakly: neither x nor its copy is kept alive here.
-struct LastRounding {
-  std::weak_ptr<Storage> source;
-  std::uint64_t version = 0;
-  std::int64_t offset = 0;
-  Shape shape;
-  std::weak_ptr<Storage> bits;
-};
+std::shared_ptr<Storage> find_bf16_input(const Tensor& x) {
+  const Storage::Derived& d = x.storage()->derived();
+  if (!d.block || d.version != x.version() || d.offset != x.offset() || d.numel != x.numel())
+    return nullptr;
+  return d.block;
+}
 
-thread_local LastRounding last;
-
-}  // namespace
+void release_bf16_input(const Tensor& x) {
+  if (find_bf16_input(x)) x.storage()->set_derived({});
+}
 
 Bf16Input bf16_input(const Tensor& x) {
-  const std::shared_ptr<Storage> source = last.source.lock();
-  if (source == x.storage() && last.version == x.version() && last.offset == x.offset() &&
-      last.shape == x.shape()) {
-    if (std::shared_ptr<Storage> bits = last.bits.lock()) return {bits, true};
-  }
+  if (std::shared_ptr<Storage> bits = find_bf16_input(x)) return {bits, true};
   auto bits = std::make_shared<Storage>(static_cast<std::size_t>(x.numel()) * sizeof(std::uint16_t),
                                         x.device());
-  last = {x.storage(), x.version(), x.offset(), x.shape(), bits};
+  x.storage()->set_derived({bits, x.version(), x.offset(), x.numel()});
   return {bits, false};
 }
 

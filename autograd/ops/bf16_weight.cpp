@@ -1,5 +1,7 @@
 #include "autograd/ops/bf16_weight.h"
 
+#include "autograd/ops/bf16_input.h"
+
 namespace relpos {
 namespace {
 
@@ -7,16 +9,10 @@ thread_local std::uint64_t roundings = 0;
 
 }  // namespace
 
-std::shared_ptr<Storage> find_bf16_weight(const Tensor& w) {
-  const Storage::Derived& d = w.storage()->derived();
-  if (!d.block || d.version != w.version() || d.offset != w.offset() || d.rows != w.size(0) ||
-      d.cols != w.size(1))
-    return nullptr;
-  return d.block;
-}
+std::shared_ptr<Storage> find_bf16_weight(const Tensor& w) { return find_bf16_input(w); }
 
 void keep_bf16_weight(const Tensor& w, std::shared_ptr<Storage> bits) {
-  w.storage()->set_derived({std::move(bits), w.version(), w.offset(), w.size(0), w.size(1)});
+  w.storage()->set_derived({std::move(bits), w.version(), w.offset(), w.numel()});
   ++roundings;
 }
 

@@ -4,7 +4,8 @@
 // that is kept, and every later product (the forward's x·Wᵀ, the backward's dz·W, the next
 // micro-batch's) reads that block instead of rounding W again. So W is rounded once per
 // optimizer step, not once per product; the bits are those each product would make.
-// The copy is kept with W's storage (Storage::derived, freed with it) and found again
+// The copy is kept with W's storage (Storage::derived, freed with it, as every kept bf16
+// rounding: autograd/ops/bf16_input.h) and found again
 // while W's version is unchanged: every write to a parameter must bump its version
 // (Tensor::copy_, fill_ and the optimizers do).
 #include <cstdint>

@@ -2,6 +2,7 @@
 
 #include "autograd/backend.h"
 #include "autograd/kernel.h"
+#include "autograd/ops/bf16_input.h"
 #include "autograd/ops/check.h"
 #include "autograd/ops/head_layout.h"
 #include "autograd/precision.h"
@@ -104,12 +105,23 @@ Tensor flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, const 
   const std::int64_t out_cols = q.size(3) + (terms.value_bins ? 2 * terms.clip + 1 : 0);
   Tensor out = empty_heads(batch, heads, q_len, out_cols, q);  // (B, H, Lq, D [+ 2k+1])
   Tensor lse = Tensor::empty({batch, heads, q_len}, q.dtype(), q.device());  // (B, H, Lq)
-  backend_of(q).flash_attention(args, out, lse);
-
   std::vector<Tensor> inputs{q,          k,          v,         terms.distance_bias, terms.clipped,
                              terms.xl_u, terms.xl_v, terms.xl_r};
   for (const Tensor& t : fire_list(terms.fire)) inputs.push_back(t);
-  if (Tape::should_record(inputs)) {
+  const bool record = Tape::should_record(inputs);
+  // bf16 on the CPU, recording: the kernel writes the output's rounding for the output
+  // projection's forward (kept with out's storage until that product releases it:
+  // autograd/ops/bf16_input.h). Only where each head row is rounded in the pieces a product
+  // rounds the merged rows in (D a multiple of 16), and without Shaw's value bins (the
+  // projection then reads out plus the bins' product, not out).
+  const bool out_bf16_copy = record && args.precision == Precision::bf16 &&
+                             q.device() == Device::cpu && q.size(3) % 16 == 0 &&
+                             !terms.value_bins && out.numel() > 0;
+  const std::shared_ptr<Storage> out16 = out_bf16_copy ? bf16_input(out).bits : nullptr;
+  backend_of(q).flash_attention(args, out, lse,
+                                out16 ? static_cast<std::uint16_t*>(out16->data()) : nullptr);
+
+  if (record) {
     const Tensor saved_out = out.detach();
     const bool want_q = wants(q), want_k = wants(k), want_v = wants(v);
     const bool want_bias = wants(terms.distance_bias), want_clipped = wants(terms.clipped);

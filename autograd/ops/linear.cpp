@@ -88,11 +88,15 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activat
   // bf16 on the CPU: dW's product reads x as this product rounds it, kept in bf16
   // (autograd/ops/bf16_input.h) instead of x in f32, unless an earlier op keeps x in f32
   // anyway (attention's output, which the flash kernel's backward reads), where a copy
-  // would only add bytes.
-  const bool keep_bf16 = record && weight.requires_grad() && precision == Precision::bf16 &&
-                         xc.dtype() == DType::f32 && xc.device() == Device::cpu && z.numel() > 0 &&
-                         in > 0 && !Tape::current().saves_storage_of(xc);
-  const Bf16Input x16 = keep_bf16 ? bf16_input(xc) : Bf16Input{};
+  // would only add bytes: then a rounding that op wrote is read here and released.
+  const bool bf16_x = precision == Precision::bf16 && xc.dtype() == DType::f32 &&
+                      xc.device() == Device::cpu && z.numel() > 0 && in > 0;
+  const bool x_kept_f32 = record && bf16_x && Tape::current().saves_storage_of(xc);
+  const bool keep_bf16 = record && weight.requires_grad() && bf16_x && !x_kept_f32;
+  const std::shared_ptr<Storage> x16_found = bf16_x ? find_bf16_input(xc) : nullptr;
+  const Bf16Input x16 = x16_found   ? Bf16Input{x16_found, true}
+                        : keep_bf16 ? bf16_input(xc)
+                                    : Bf16Input{};
   auto* const x16_bits = x16.bits ? static_cast<std::uint16_t*>(x16.bits->data()) : nullptr;
   const Operand x_operand =
       x16.rounded ? Operand{x16_bits, false, true} : Operand{xc.raw_data(), false};
@@ -112,6 +116,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activat
   gemm_into(z, bias_in_product, x_operand, w_operand, rows, out, in, precision,
             x16.rounded ? nullptr : x16_bits, round_w ? w16_bits : nullptr);
   if (round_w) keep_bf16_weight(w, w16);
+  if (x16_found && x_kept_f32) release_bf16_input(xc);
   const UnaryOp op = UnaryOp::gelu_tanh;  // the only activation besides none
   Tensor y = z;                           // (rows, out): f(z)
   std::shared_ptr<Storage> y16;           // y rounded to bf16 (rows, out), for the next product
@@ -138,7 +143,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activat
     // for f'. Without an activation z is the output, which must not be kept alive.
     const Tensor saved_x = need_w && !keep_bf16 ? xc : Tensor();
     const Tensor saved_w = need_x ? w : Tensor();
-    const std::shared_ptr<Storage> kept_x16 = x16.bits;
+    const std::shared_ptr<Storage> kept_x16 = keep_bf16 ? x16.bits : nullptr;
     const Tensor saved_z = activated ? z : Tensor();
     std::vector<Tensor> saved;
     for (const Tensor& t : {saved_x, saved_w, saved_z})
@@ -151,14 +156,19 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activat
           const Tensor gy = grad.contiguous();  // (rows, out)
           Backend& be = backend_of(gy);
           // bf16 on the CPU with both products: dz is rounded once into gz16 (the bits of
-          // rounding it in each product), which both read: by the activation's pass where
-          // it has a bias gradient to sum (every MLP layer: no product reads dz in f32), else
-          // by dx's product.
-          const bool share_gz16 = need_x && need_w && precision == Precision::bf16 &&
-                                  gy.dtype() == DType::f32 && gy.device() == Device::cpu &&
-                                  rows > 0 && in > 0 && out > 0;
+          // rounding it in each product), which both read: by the op that wrote dy when it
+          // kept dy's rounding (autograd/ops/bf16_input.h: the residual stream's gradient,
+          // written by the fused norm backward) and the layer has no activation, else by the
+          // activation's pass where it has a bias gradient to sum (every MLP layer: no product
+          // reads dz in f32), else by dx's product.
+          const bool bf16_gz = precision == Precision::bf16 && gy.dtype() == DType::f32 &&
+                               gy.device() == Device::cpu && rows > 0 && in > 0 && out > 0;
+          const bool share_gz16 = need_x && need_w && bf16_gz;
+          const std::shared_ptr<Storage> gy16 =
+              bf16_gz && !activated ? find_bf16_input(gy) : nullptr;  // (rows, out) bf16
           const auto gz16 =
-              share_gz16
+              gy16 ? gy16
+              : share_gz16
                   ? std::make_shared<Storage>(
                         static_cast<std::size_t>(rows * out) * sizeof(std::uint16_t), Device::cpu)
                   : nullptr;
@@ -178,10 +188,11 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activat
             gx = Tensor::empty(x_shape, gy.dtype(), gy.device());
             const Operand w_saved = kept_w16 ? Operand{kept_w16->data(), false, true}
                                              : Operand{saved_w.raw_data(), false};
-            const Operand dz = gz16_by_activation ? Operand{gz16_bits, false, true}
-                                                  : Operand{gz.raw_data(), false};
+            const bool gz16_written = gz16_by_activation || gy16;
+            const Operand dz =
+                gz16_written ? Operand{gz16_bits, false, true} : Operand{gz.raw_data(), false};
             gemm_into(gx, false, dz, w_saved, rows, in, out, precision,
-                      gz16_by_activation ? nullptr : gz16_bits);
+                      gz16_written ? nullptr : gz16_bits);
           }
           if (need_w) {  // dW = dzᵀ x: (out, rows) @ (rows, in)
             gw = Tensor::empty({out, in}, gy.dtype(), gy.device());
@@ -190,6 +201,9 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activat
             const Operand dz = gz16 ? Operand{gz16_bits, true, true} : Operand{gz.raw_data(), true};
             gemm_into(gw, false, dz, x_saved, out, in, rows, precision);
           }
+          // Both products have read dy's kept rounding: its bytes need not outlive this
+          // backward (dy may, as the residual stream's gradient).
+          if (gy16) release_bf16_input(gy);
           return std::vector<Tensor>{gx, gw, gb};
         },
         saved);

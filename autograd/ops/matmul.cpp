@@ -1,6 +1,7 @@
 #include "autograd/ops/matmul.h"
 
 #include "autograd/backend.h"
+#include "autograd/ops/bf16_input.h"
 #include "autograd/ops/check.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/shape.h"
@@ -52,8 +53,31 @@ GemmOperand as_operand(const Tensor& t) {
 
 Shape batch_shape(const Tensor& t) { return Shape(t.shape().begin(), t.shape().end() - 2); }
 
-// `precision`: the precision recorded with the op (autograd/precision.h).
-Tensor matmul_forward(const Tensor& a, const Tensor& b, Precision precision) {
+// bf16 on the CPU: operand o of the GEMM (op(o) op_rows x op_cols, matrices batch_stride
+// apart or 0) as the bits of its rounding that an earlier op kept (autograd/ops/bf16_input.h),
+// where o is stored densely (rows ld apart, matrices rows·ld apart): its copy is in its memory
+// order, the order the product packs its rounding in. Else, with `keep`, the product writes
+// its rounding into a block kept with o for later products (out); else nothing.
+void use_kept_bf16(const GemmOperand& o, std::int64_t op_rows, std::int64_t op_cols,
+                   std::int64_t batch_stride, Precision precision, bool keep, const void*& data,
+                   bool& is_bf16, std::uint16_t*& out) {
+  const Tensor& t = o.tensor;
+  if (precision != Precision::bf16 || t.dtype() != DType::f32 || t.device() != Device::cpu) return;
+  const std::int64_t rows = o.transposed ? op_cols : op_rows;
+  const std::int64_t cols = o.transposed ? op_rows : op_cols;
+  if (o.ld != cols || (batch_stride != 0 && batch_stride != rows * cols)) return;
+  if (const std::shared_ptr<Storage> bits = find_bf16_input(t)) {
+    data = bits->data();
+    is_bf16 = true;
+  } else if (keep) {
+    out = static_cast<std::uint16_t*>(bf16_input(t).bits->data());
+  }
+}
+
+// `precision`: the precision recorded with the op (autograd/precision.h). keep_a_bf16: a bf16
+// product keeps its rounding of a for later products (use_kept_bf16).
+Tensor matmul_forward(const Tensor& a, const Tensor& b, Precision precision,
+                      bool keep_a_bf16 = false) {
   check_same_kind(a, b, "matmul");
   if (!(a.dim() >= 2 && b.dim() >= 2))
     fail("matmul: operands must have rank >= 2, got {} and {}", a.describe(), b.describe());
@@ -92,6 +116,8 @@ Tensor matmul_forward(const Tensor& a, const Tensor& b, Precision precision) {
       g.ldb = ob.ld;
       g.c = out.raw_data();
       g.ldc = n;
+      use_kept_bf16(oa, g.m, k, 0, precision, keep_a_bf16, g.a, g.a_is_bf16, g.a_bf16_out);
+      use_kept_bf16(ob, k, n, 0, precision, false, g.b, g.b_is_bf16, g.b_bf16_out);
       backend_of(out).gemm(g);
       return out;
     }
@@ -112,6 +138,8 @@ Tensor matmul_forward(const Tensor& a, const Tensor& b, Precision precision) {
   g.c = out.raw_data();
   g.ldc = n;
   g.stride_c = m * n;
+  use_kept_bf16(oa, m, k, g.stride_a, precision, keep_a_bf16, g.a, g.a_is_bf16, g.a_bf16_out);
+  use_kept_bf16(ob, k, n, g.stride_b, precision, false, g.b, g.b_is_bf16, g.b_bf16_out);
   backend_of(out).gemm(g);
   return out;
 }
@@ -134,8 +162,9 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
         "matmul", {a, b}, out,
         [sa, sb, need_a, need_b, precision](const Tensor& g) {
           Tensor ga, gb;
+          // g's rounding, made by the first product and kept for the second (bf16).
           if (need_a)
-            ga = reduce_to_operand(matmul_forward(g, transpose(sb, -1, -2), precision), sa);
+            ga = reduce_to_operand(matmul_forward(g, transpose(sb, -1, -2), precision, need_b), sa);
           if (need_b) {
             if (sb.dim() == 2 && sa.dim() > 2) {
               // dB = A^T G with the batch folded into the contraction: (K, B*M)

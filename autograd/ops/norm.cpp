@@ -40,20 +40,26 @@ NormInputs check_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, 
 }
 
 // The gradients of the norm's input (plus grad_residual when defined), gamma and beta, given
-// the normed output's gradient; h is the normalised input.
+// the normed output's gradient; h is the normalised input. grad_x_bf16 (with grad_residual,
+// f32 on the CPU only): the pass also writes grad_x's bf16 rounding, kept with grad_x for the
+// products that read it (autograd/ops/bf16_input.h).
 std::vector<Tensor> norm_gradients(const Tensor& h, const Tensor& g, const Tensor& mean,
                                    const Tensor& rstd, const Tensor& grad,
                                    const Tensor& grad_residual, bool rms, bool need_gamma,
-                                   bool need_beta, std::int64_t rows, std::int64_t n) {
+                                   bool need_beta, std::int64_t rows, std::int64_t n,
+                                   bool grad_x_bf16 = false) {
   Tensor gy = grad.contiguous();
   Tensor grad_x = Tensor::empty(h.shape(), h.dtype(), h.device());
+  const std::shared_ptr<Storage> dx16 =
+      grad_x_bf16 && grad_residual.defined() && rows > 0 ? bf16_input(grad_x).bits : nullptr;
   Tensor grad_gamma = need_gamma ? Tensor::empty({n}, h.dtype(), h.device()) : Tensor();
   Tensor grad_beta = need_beta ? Tensor::empty({n}, h.dtype(), h.device()) : Tensor();
   if (rows > 0) {
     Backend& backend = backend_of(h);
     if (grad_residual.defined())
       backend.norm_backward_add(h, g, mean, rstd, gy, grad_residual.contiguous(), rms, rows, n,
-                                grad_x, grad_gamma, grad_beta);
+                                grad_x, grad_gamma, grad_beta,
+                                dx16 ? static_cast<std::uint16_t*>(dx16->data()) : nullptr);
     else
       backend.norm_backward(h, g, mean, rstd, gy, rms, rows, n, grad_x, grad_gamma, grad_beta);
   } else {  // nothing to reduce over: parameter gradients are 0
@@ -88,7 +94,7 @@ Tensor norm_impl(const Tensor& x, const Tensor& gamma, const Tensor& beta, doubl
 }
 
 ResidualNorm add_norm_impl(const Tensor& x, const Tensor& delta, const Tensor& gamma,
-                           const Tensor& beta, double eps, bool rms, bool feeds_linear,
+                           const Tensor& beta, double eps, bool rms, const NormBf16& bf16,
                            const char* op) {
   check_same_kind(x, delta, op);
   if (x.shape() != delta.shape())
@@ -102,12 +108,12 @@ ResidualNorm add_norm_impl(const Tensor& x, const Tensor& delta, const Tensor& g
   Tensor mean = Tensor::empty({rows}, x.dtype(), x.device());  // (rows), unused by rms
   Tensor rstd = Tensor::empty({rows}, x.dtype(), x.device());  // (rows)
   const bool record = Tape::should_record({&x, &delta, &gamma, &beta});
+  const bool bf16_copies = record && current_precision() == Precision::bf16 &&
+                           y.dtype() == DType::f32 && y.device() == Device::cpu && rows > 0;
   // Held by the backward (not read there) until the next layer's products take it.
   const std::shared_ptr<Storage> y16 =
-      feeds_linear && record && current_precision() == Precision::bf16 && y.dtype() == DType::f32 &&
-              y.device() == Device::cpu && rows > 0
-          ? bf16_input(y).bits
-          : nullptr;  // (rows, n) bf16
+      bf16.normed_feeds_linear && bf16_copies ? bf16_input(y).bits : nullptr;  // (rows, n) bf16
+  const bool grad_x_bf16 = bf16.delta_from_linear && bf16_copies;
   if (rows > 0)
     backend_of(y).add_norm(in.x, d, in.gamma, in.beta, eps, rms, rows, n, h, y, mean, rstd,
                            y16 ? static_cast<std::uint16_t*>(y16->data()) : nullptr);
@@ -125,8 +131,9 @@ ResidualNorm add_norm_impl(const Tensor& x, const Tensor& delta, const Tensor& g
           const Tensor& grad_normed = grads[1];  // (..., n) or undefined
           if (!grad_normed.defined())            // only the sum's consumers sent a gradient
             return std::vector<Tensor>{grad_sum, grad_sum, Tensor(), Tensor()};
-          std::vector<Tensor> g_norm = norm_gradients(saved_h, g, mean, rstd, grad_normed, grad_sum,
-                                                      rms, need_gamma, need_beta, rows, n);
+          std::vector<Tensor> g_norm =
+              norm_gradients(saved_h, g, mean, rstd, grad_normed, grad_sum, rms, need_gamma,
+                             need_beta, rows, n, grad_x_bf16 && grad_sum.defined());
           // d(x + delta)/dx = d/ddelta = 1: both inputs receive the residual stream's gradient.
           return std::vector<Tensor>{g_norm[0], g_norm[0], g_norm[1], g_norm[2]};
         },
@@ -146,13 +153,13 @@ Tensor rms_norm(const Tensor& x, const Tensor& gamma, double eps) {
 }
 
 ResidualNorm add_layer_norm(const Tensor& x, const Tensor& delta, const Tensor& gamma,
-                            const Tensor& beta, double eps, bool feeds_linear) {
-  return add_norm_impl(x, delta, gamma, beta, eps, false, feeds_linear, "add_layer_norm");
+                            const Tensor& beta, double eps, NormBf16 bf16) {
+  return add_norm_impl(x, delta, gamma, beta, eps, false, bf16, "add_layer_norm");
 }
 
 ResidualNorm add_rms_norm(const Tensor& x, const Tensor& delta, const Tensor& gamma, double eps,
-                          bool feeds_linear) {
-  return add_norm_impl(x, delta, gamma, Tensor(), eps, true, feeds_linear, "add_rms_norm");
+                          NormBf16 bf16) {
+  return add_norm_impl(x, delta, gamma, Tensor(), eps, true, bf16, "add_rms_norm");
 }
 
 }  // namespace relpos

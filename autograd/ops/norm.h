@@ -20,13 +20,19 @@ struct ResidualNorm {
   Tensor sum;     // (..., n)
   Tensor normed;  // (..., n)
 };
-// feeds_linear: normed is a linear layer's input (autograd/ops/linear.h). Then, while recording
-// under train.precision bf16 on the CPU, the pass also writes normed's bf16 rounding and hands
-// it to that layer's products (autograd/ops/bf16_input.h), which would otherwise read normed
-// again to round it: the same bits, one pass fewer.
+// Which bf16 roundings the op writes, while recording under train.precision bf16 on the CPU,
+// for the linear layers around it (autograd/ops/linear.h), whose products would otherwise read
+// those tensors again to round them: the same bits, one pass fewer (autograd/ops/bf16_input.h).
+struct NormBf16 {
+  bool normed_feeds_linear = false;  // normed is a linear layer's input: the forward pass
+                                     // writes normed's rounding for that layer's products
+  bool delta_from_linear = false;    // delta is a linear layer's output: the backward pass
+                                     // writes the rounding of delta's gradient (the residual
+                                     // stream's) for that layer's backward products
+};
 ResidualNorm add_layer_norm(const Tensor& x, const Tensor& delta, const Tensor& gamma,
-                            const Tensor& beta, double eps = 1e-5, bool feeds_linear = false);
+                            const Tensor& beta, double eps = 1e-5, NormBf16 bf16 = {});
 ResidualNorm add_rms_norm(const Tensor& x, const Tensor& delta, const Tensor& gamma,
-                          double eps = 1e-6, bool feeds_linear = false);
+                          double eps = 1e-6, NormBf16 bf16 = {});
 
 }  // namespace relpos
