@@ -231,33 +231,46 @@ TEST_CASE("bf16 flash attention's backward repeats the precision recorded by its
 
 TEST_CASE("bf16 flash attention without AVX512-BF16 rounds in software to the same numbers",
           "[attention][flash][bf16]") {
-  for (bool causal : {true, false}) {
-    // Tiles of 7 queries by 13 keys start key blocks at odd keys and end them mid-pair.
-    for (auto [query_tile, key_tile] : {std::pair<std::int64_t, std::int64_t>{0, 0}, {7, 13}}) {
-      EveryTermCase c = every_term(causal);
-      c.query_tile = query_tile;
-      c.key_tile = key_tile;
-      INFO(testing::describe(c));
-      std::vector<Tensor> native, software;
-      {
-        cpu::AmxTilesSwitchedOff vdpbf16ps;  // AMX against vdpbf16ps: tests/test_flash_amx.cpp
-        native = testing::every_term_results(c, DType::f32, Precision::bf16);
-      }
-      const auto fp32 = testing::every_term_results(c, DType::f32, Precision::fp32);
-      {
-        cpu::Bf16InstructionsSwitchedOff off;
-        software = testing::every_term_results(c, DType::f32, Precision::bf16);
-      }
-      for (std::size_t i = 0; i < native.size(); ++i) {
-        const double apart = relative_error(software[i], native[i]);
-        const double bf16_vs_fp32 = relative_error(software[i], fp32[i]);
-        INFO(testing::result_name(i)
-             << ": software vs native " << apart << ", software vs fp32 " << bf16_vs_fp32);
-        // The software path is bf16 too: far from fp32 (measured >= 3.3e-3), and, where the
-        // instructions exist, close to them: the same exact products summed in another order
-        // (measured <= 4.4e-6; an intermediate whose bf16 rounding flips moves by u of itself).
-        CHECK(bf16_vs_fp32 > 1e-4);
-        if (cpu::has_avx512_bf16()) CHECK(apart <= 1e-4);
+  // Three inputs: the same rounding must hold for any data, and a flip (below) lands on
+  // different elements of each.
+  for (std::uint64_t seed : {81u, 10u, 18u}) {
+    for (bool causal : {true, false}) {
+      // Tiles of 7 queries by 13 keys start key blocks at odd keys and end them mid-pair.
+      for (auto [query_tile, key_tile] : {std::pair<std::int64_t, std::int64_t>{0, 0}, {7, 13}}) {
+        EveryTermCase c = every_term(causal);
+        c.seed = seed;
+        c.query_tile = query_tile;
+        c.key_tile = key_tile;
+        INFO(testing::describe(c) << " seed " << seed);
+        std::vector<Tensor> native, software;
+        {
+          cpu::AmxTilesSwitchedOff vdpbf16ps;  // AMX against vdpbf16ps: tests/test_flash_amx.cpp
+          native = testing::every_term_results(c, DType::f32, Precision::bf16);
+        }
+        const auto fp32 = testing::every_term_results(c, DType::f32, Precision::fp32);
+        {
+          cpu::Bf16InstructionsSwitchedOff off;
+          software = testing::every_term_results(c, DType::f32, Precision::bf16);
+        }
+        for (std::size_t i = 0; i < native.size(); ++i) {
+          const double apart = testing::share_apart(software[i], native[i], 1e-4);
+          const double bf16_vs_fp32 = relative_error(software[i], fp32[i]);
+          INFO(testing::result_name(i)
+               << ": software vs native " << apart << " of the elements beyond 1e-4, largest "
+               << relative_error(software[i], native[i]) << "; software vs fp32 " << bf16_vs_fp32);
+          // The software path is bf16 too: far from fp32 (measured >= 3.3e-3). Where the
+          // instructions exist it is close to them: the same exact products summed in another
+          // order (within 4.4e-6 measured), except where an intermediate's f32 value differs
+          // in its last bits across a bf16 rounding boundary. That rounding flips by one bf16
+          // ulp (e.g. one element of ds: 0x3d808000, a tie, on one path, 0x3d808001 on the
+          // other) and moves the elements it feeds (a row of dq, of dk, of d(W_r R)) by up to
+          // 1.3e-3 of the largest (21 seeds, clang 14 -O1 + ASan, before and after XL's u/v
+          // fold). So 1e-4 binds all but 1% of the elements (measured: at most 0.11% beyond);
+          // a software path that rounds otherwise moves most (truncating: >= 53%; B left
+          // unrounded: >= 29%).
+          CHECK(bf16_vs_fp32 > 1e-4);
+          if (cpu::has_avx512_bf16()) CHECK(apart <= 0.01);
+        }
       }
     }
   }

@@ -62,6 +62,20 @@ inline double relative_error(const Tensor& a, const Tensor& b) {
   return diff / scale;
 }
 
+// The share of the elements of `a` that differ from the reference `b` by more than
+// bound · max |b|: relative_error's measure element by element, for comparisons where a few
+// isolated elements may stand apart (a bf16 rounding of an intermediate that flips).
+inline double share_apart(const Tensor& a, const Tensor& b, double bound) {
+  const std::vector<double> x = a.to_vector(), y = b.to_vector();
+  REQUIRE(x.size() == y.size());
+  REQUIRE_FALSE(x.empty());
+  double scale = 0.0;
+  for (double v : y) scale = std::max(scale, std::abs(v));
+  std::size_t apart = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) apart += std::abs(x[i] - y[i]) > bound * scale;
+  return static_cast<double>(apart) / static_cast<double>(x.size());
+}
+
 // Small tensors from literal values, in the dtype each name says: f64({1, 2, 3, 4}, {2, 2}).
 inline Tensor f64(const std::vector<double>& values, const Shape& shape) {
   return Tensor::from_data(values, shape, DType::f64);
