@@ -93,11 +93,10 @@ struct RelativeSoftmaxGrads {
 // (FlashAttention-2 style; docs/relative-kernels.md). q, k, v, out and their
 // gradients, and Shaw's clipped and its gradient, are strided (B, H, L, ·) views whose last
 // axis is contiguous; the others are contiguous. For query i (qpos(i) = Lk - Lq + i) and key j:
-//   logit[i, j] = scale * (q_i + xl_u[h])·k_j                          (xl_u: Transformer-XL)
+//   logit[i, j] = scale * q_i·k_j
 //               + distance_bias[h, j + Lq-1-i]                         (T5, ALiBi)
 //               + term_scale * clipped[b, h, i, clip(j - qpos(i), -k, k) + k]  (Shaw keys)
-//               + term_scale * (q_i + xl_v[h])·xl_r[h, j + Lq-1-i]     (Transformer-XL)
-// The kernel forms q + u and q + v rows per query tile; they are never stored.
+//               + term_scale * xl_query[b, h, i]·xl_r[h, j + Lq-1-i]    (Transformer-XL)
 // masked where causal and j > qpos(i), and outside the chunk band or sliding window of qpos(i)
 // (chunk.banded(), autograd/attention_chunk.h); p = softmax over j;
 //   out[b, h, i, :D] = Σ_j p_ij v_j, and with value_bins also
@@ -106,7 +105,7 @@ struct FlashAttentionArgs {
   Tensor q, k, v;        // (B, H, Lq|Lk, D), rows contiguous (strided like the inputs)
   Tensor distance_bias;  // optional (H, Lq+Lk-1)
   Tensor clipped;        // optional (B, H, Lq, 2k+1), rows contiguous (strided like q)
-  Tensor xl_u, xl_v;     // optional (H, D) Transformer-XL biases, with xl_r (H, Lk, D)
+  Tensor xl_query;       // optional (B, H, Lq, D) like q, with xl_r (H, Lk, D) contiguous
   Tensor xl_r;
   FireTerms fire;           // optional FIRE MLP (autograd/fire_terms.h), evaluated per tile
   std::int64_t clip = 0;    // Shaw's k, for clipped and value_bins
@@ -122,11 +121,10 @@ struct FlashAttentionArgs {
   Precision precision = Precision::fp32;
 };
 
-// Undefined members are not wanted. q, k, v and clipped may be strided like the inputs. With
-// Transformer-XL, q's gradient is the sum of the content and position queries' gradients, and
-// xl_u's and xl_v's (H, D) are theirs summed over (B, Lq) in a fixed order.
+// Undefined members are not wanted. q, k, v, clipped and xl_query may be strided like the
+// inputs.
 struct FlashAttentionGrads {
-  Tensor q, k, v, distance_bias, clipped, xl_u, xl_v, xl_r;
+  Tensor q, k, v, distance_bias, clipped, xl_query, xl_r;
   FireTerms fire;
 };
 

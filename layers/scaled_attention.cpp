@@ -33,6 +33,15 @@ Tensor like(const Tensor& term, const Tensor& q) {
 // (H, D) -> (1, H, 1, D) so it broadcasts against q.
 Tensor head_bias(const Tensor& b) { return reshape(b, {1, b.size(0), 1, b.size(1)}); }
 
+// q + b for a per-head bias b (H, D), stored as (B, L, H, D) like the projections' rows
+// that q views: the flash kernel reads it and writes its gradient in that layout, so
+// neither the gradient's way back to the projection nor b's gradient (a sum over the
+// leading (B, L) axes) needs a copy into another layout.
+Tensor plus_head_bias(const Tensor& q, const Tensor& b) {
+  const Tensor rows = permute(q, {0, 2, 1, 3});  // (B, L, H, D)
+  return permute(add(rows, reshape(b, {1, 1, b.size(0), b.size(1)})), {0, 2, 1, 3});
+}
+
 // x (B, H, L, C) in that layout as the (B·L·H, C) matrix of its rows: a view, no copy.
 Tensor rows_of_heads(const Tensor& x) {
   return reshape(permute(x, {0, 2, 1, 3}), {x.size(0) * x.size(2) * x.size(1), x.size(3)});
@@ -84,12 +93,13 @@ Tensor flash_path(const Tensor& q, const Tensor& k, const Tensor& v, const Posit
   ft.clip = terms.shaw_clip;
   if (terms.shaw_keys.defined()) ft.clipped = shaw_key_logits(q, terms.shaw_keys);
   ft.value_bins = terms.shaw_values.defined();
-  if (terms.xl_r.defined()) {  // the kernel forms q + u and q + v per query tile
-    ft.xl_u = terms.xl_u;
-    ft.xl_v = terms.xl_v;
+  Tensor content_q = q;
+  if (terms.xl_r.defined()) {
+    content_q = plus_head_bias(q, terms.xl_u);
+    ft.xl_query = plus_head_bias(q, terms.xl_v);
     ft.xl_r = terms.xl_r;
   }
-  Tensor out = flash_attention(q, k, v, ft);  // (B, H, Lq, D [+ 2k+1])
+  Tensor out = flash_attention(content_q, k, v, ft);  // (B, H, Lq, D [+ 2k+1])
   return ft.value_bins ? shaw_value_output(out, terms.shaw_values, d) : out;
 }
 

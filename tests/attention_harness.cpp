@@ -181,8 +181,7 @@ std::vector<Tensor> every_term_inputs(const EveryTermCase& c, DType dtype, Rng& 
                                                      {{b, h, lk, d}, 1.0},
                                                      {{h, lq + lk - 1}, 1.0},
                                                      {{b, h, lq, 2 * c.clip + 1}, 1.0},
-                                                     {{h, d}, 0.5},
-                                                     {{h, d}, 0.5},
+                                                     {{b, h, lq, d}, 0.5},
                                                      {{h, lk, d}, 0.5}};
   std::vector<Tensor> x;
   for (const auto& [shape, scale] : shapes) {
@@ -200,9 +199,8 @@ Tensor flash_every_term(const std::vector<Tensor>& x, const EveryTermCase& c) {
   t.clip = c.clip;
   t.value_bins = true;
   if (c.causal) {
-    t.xl_u = x[5];
-    t.xl_v = x[6];
-    t.xl_r = x[7];
+    t.xl_query = x[5];
+    t.xl_r = x[6];
   }
   t.scale = c.scale;
   t.term_scale = c.term_scale;
@@ -228,7 +226,7 @@ std::vector<Tensor> every_term_results(const EveryTermCase& c, DType dtype, Prec
     backward(out, weights);
   }
   std::vector<Tensor> result{out.detach()};
-  for (std::size_t i = 0; i < (c.causal ? 8u : 5u); ++i) result.push_back(x[i].grad());
+  for (std::size_t i = 0; i < (c.causal ? 7u : 5u); ++i) result.push_back(x[i].grad());
   return result;
 }
 

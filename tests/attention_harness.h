@@ -91,14 +91,14 @@ std::string describe(const EveryTermCase& c);
 // partial); scales 0.6 and 0.4.
 EveryTermCase gradcheck_case(bool causal, const AttentionChunk& chunk = {});
 
-// x = {q, k, v, distance bias, Shaw's clipped logits, xl_u, xl_v, xl_r}: leaves in `dtype`,
-// N(0, 1), XL's three N(0, 0.25).
+// x = {q, k, v, distance bias, Shaw's clipped logits, xl_query, xl_r}: leaves in `dtype`,
+// N(0, 1), XL's two N(0, 0.25).
 std::vector<Tensor> every_term_inputs(const EveryTermCase& c, DType dtype, Rng& rng);
 
 // The flash op on every_term_inputs: (B, H, Lq, D + 2k+1), the output and Shaw's bins.
 Tensor flash_every_term(const std::vector<Tensor>& x, const EveryTermCase& c);
 
-// The output and the gradients of every input the op reads (XL's three when causal) for
+// The output and the gradients of every input the op reads (XL's two when causal) for
 // <out, w>, inputs and w from Rng(c.seed); the forward runs under `precision`, the
 // backward after that scope unless `backward_in_scope` (it must repeat the recorded
 // precision).

@@ -424,8 +424,7 @@ void add_attention(std::vector<OpCase>& table) {
                      {normal({kHeads, 13 + 21 - 1}, rng)},
                      {normal({kBatch, kHeads, 13, 2 * clip + 1}, rng)}};
            if (causal) {
-             in.push_back({normal({kHeads, d}, rng, 0.5)});
-             in.push_back({normal({kHeads, d}, rng, 0.5)});
+             in.push_back({normal({kBatch, kHeads, 13, d}, rng)});
              in.push_back({normal({kHeads, 21, d}, rng, 0.5)});
            }
            return in;
@@ -438,9 +437,8 @@ void add_attention(std::vector<OpCase>& table) {
                terms.clip = clip;
                terms.value_bins = true;
                if (causal) {
-                 terms.xl_u = x[5];
-                 terms.xl_v = x[6];
-                 terms.xl_r = x[7];
+                 terms.xl_query = x[5];
+                 terms.xl_r = x[6];
                }
                terms.scale = 0.35;
                terms.term_scale = 0.6;

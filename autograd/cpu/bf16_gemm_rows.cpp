@@ -278,13 +278,11 @@ struct PackedB {
 // into the least recently used entry. A transposed packing of more columns serves fewer
 // (lanes are independent); any other packing must match exactly, so a cached result has
 // the bits of a fresh one.
-thread_local std::array<PackedB, 16> t_packed_b;
-thread_local std::uint64_t t_packed_b_uses = 0;
-
 const PackedB& packed_b_operand(bool trans_b, std::int64_t n, std::int64_t k, const float* b,
                                 std::int64_t ldb) {
-  auto& cache = t_packed_b;
-  auto& uses = t_packed_b_uses;
+  constexpr std::size_t kEntries = 16;
+  thread_local std::array<PackedB, kEntries> cache;
+  thread_local std::uint64_t uses = 0;
   const std::uint64_t call = g_kernel_call.load(std::memory_order_relaxed);
   PackedB* slot = nullptr;
   for (PackedB& e : cache) {
@@ -421,11 +419,6 @@ void software_gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, s
 }  // namespace
 
 void bf16_begin_kernel_call() { g_kernel_call.fetch_add(1, std::memory_order_relaxed); }
-
-void bf16_forget_operand(const float* b) {
-  for (PackedB& e : t_packed_b)
-    if (e.src == b) e.src = nullptr;
-}
 
 bool bf16_products_native() {
   return has_avx512_bf16() && !g_switched_off.load(std::memory_order_relaxed);

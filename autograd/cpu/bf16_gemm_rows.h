@@ -11,11 +11,6 @@ namespace relpos::cpu {
 // packed before are forgotten.
 void bf16_begin_kernel_call();
 
-// Forgets this thread's B operands packed from address b, which is about to be rewritten
-// within the kernel call (a per-thread buffer that a kernel refills, e.g. the query tile's
-// q + u rows in autograd/cpu/flash_tile.h).
-void bf16_forget_operand(const float* b);
-
 // C (m, n) = alpha · op(A) · op(B) + beta · C, beta 0 or 1, with the arguments of
 // gemm_rows<float> (autograd/cpu/blas_call.h). On a CPU with AVX512-BF16 the products
 // run on AMX tiles where bf16_products_on_amx(), else on vdpbf16ps; otherwise the operands are

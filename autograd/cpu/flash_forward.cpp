@@ -83,7 +83,6 @@ void forward_head(const FlashAttentionArgs& a, const FlashGeometry& g, std::int6
                   std::int64_t h, const Tensor& out, const Tensor& lse,
                   const cpu::FireTables<T>& fire, std::uint16_t* out16) {
   auto& scratch = cpu::FlashScratch<T>::local(g);
-  auto& query = cpu::QueryTile<T>::local();
   thread_local OnlineRows<T> st;
   const cpu::HeadRows<T> v = cpu::head_rows<T>(a.v, b, h);
   const cpu::HeadRows<T> o = cpu::head_rows<T>(out, b, h);
@@ -92,12 +91,11 @@ void forward_head(const FlashAttentionArgs& a, const FlashGeometry& g, std::int6
   for (std::int64_t i0 = 0; i0 < g.q_len; i0 += g.q_tile) {
     const std::int64_t rows = std::min(g.q_tile, g.q_len - i0);
     st.reset(rows, g.dim, bins_width);
-    query.form(a, g, b, h, i0, rows);
     const std::int64_t key_end = g.key_end(i0 + rows - 1);
     for (std::int64_t j0 = g.key_begin(i0); j0 < key_end; j0 += g.k_tile) {
       const FlashBlock blk{i0, rows, j0, std::min(g.k_tile, key_end - j0)};
       T* s = scratch.logits(g);
-      cpu::block_logits<T>(a, g, b, h, blk, query, s, fire.defined() ? &fire : nullptr);
+      cpu::block_logits<T>(a, g, b, h, blk, s, fire.defined() ? &fire : nullptr);
       for (std::int64_t r = 0; r < rows; ++r)
         online_softmax_row(g, blk, r, a.value_bins, s + r * g.s_ld, st);
       // out_tile += P · v_tile

@@ -190,67 +190,25 @@ struct FlashScratch {
   }
 };
 
-// The query rows [i0, i0 + rows) of one (b, h) slice as a block's products read them: the
-// content rows q + u and the position rows q + v with Transformer-XL (formed here into
-// per-thread buffers, once per query tile), q's own rows otherwise (no copy).
-template <class T>
-struct QueryTile {
-  HeadRows<const T> content, position;  // (rows, D) each; position: XL only
-  std::vector<T> content_words, position_words;
-
-  void form(const FlashAttentionArgs& a, const FlashGeometry& g, std::int64_t b, std::int64_t h,
-            std::int64_t i0, std::int64_t rows) {
-    const HeadRows<const T> q = head_rows_const<T>(a.q, b, h);
-    if (!a.xl_r.defined()) {
-      content = {q.row(i0), q.stride};
-      return;
-    }
-    const T* u = a.xl_u.data<T>() + h * g.dim;  // (D) of head h
-    const T* v = a.xl_v.data<T>() + h * g.dim;
-    content_words.resize(rows * g.dim);
-    position_words.resize(rows * g.dim);
-    if constexpr (std::is_same_v<T, float>) {  // the backward's products take them as B
-      bf16_forget_operand(content_words.data());
-      bf16_forget_operand(position_words.data());
-    }
-    for (std::int64_t r = 0; r < rows; ++r) {
-      const T* qr = q.row(i0 + r);
-      T* cu = content_words.data() + r * g.dim;
-      T* pv = position_words.data() + r * g.dim;
-#pragma omp simd
-      for (std::int64_t d = 0; d < g.dim; ++d) {
-        cu[d] = qr[d] + u[d];
-        pv[d] = qr[d] + v[d];
-      }
-    }
-    content = {content_words.data(), g.dim};
-    position = {position_words.data(), g.dim};
-  }
-  static QueryTile& local() {
-    thread_local QueryTile tile;
-    return tile;
-  }
-};
-
 // s (rows, cols), row stride s_ld = the block's logits; masked entries are -inf (their exp
-// is 0, so every later use of the row treats them as absent). qt: the block's query rows
-// (QueryTile formed for blk.i0, blk.rows).
+// is 0, so every later use of the row treats them as absent).
 // fire: FIRE's tables when the call has that term (null otherwise).
 template <class T>
 void block_logits(const FlashAttentionArgs& a, const FlashGeometry& g, std::int64_t b,
-                  std::int64_t h, const FlashBlock& blk, const QueryTile<T>& qt, T* s,
-                  const FireTables<T>* fire) {
+                  std::int64_t h, const FlashBlock& blk, T* s, const FireTables<T>* fire) {
+  const HeadRows<const T> q = head_rows_const<T>(a.q, b, h);
   const HeadRows<const T> k = head_rows_const<T>(a.k, b, h);
   const T term_scale = static_cast<T>(a.term_scale);
-  // s = scale * q_tile · k_tileᵀ (q + u with XL)
+  // s = scale * q_tile · k_tileᵀ
   tile_gemm<T>(a.precision, false, true, blk.rows, blk.cols, g.dim, static_cast<T>(a.scale),
-               qt.content.base, qt.content.stride, k.row(blk.j0), k.stride, T(0), s, g.s_ld);
+               q.row(blk.i0), q.stride, k.row(blk.j0), k.stride, T(0), s, g.s_ld);
   if (a.xl_r.defined()) {
-    // s += term_scale · rel_shift(G): G (rows, xl_width) = (q + v)_tile ·
+    // s += term_scale · rel_shift(G): G (rows, xl_width) = xl_query_tile ·
     // (W_r R)[xl_lo .. xl_lo + xl_width)ᵀ, accumulated into s read diagonally (FlashBlock).
+    const HeadRows<const T> xq = head_rows_const<T>(a.xl_query, b, h);
     const T* r = a.xl_r.data<T>() + h * g.k_len * g.dim;  // (Lk, D) of head h
     position_gemm<T>(a.precision, false, true, blk.rows, blk.xl_width(g), g.dim, term_scale,
-                     qt.position.base, qt.position.stride, r, g.k_len, g.dim, blk.xl_lo(g), T(1),
+                     xq.row(blk.i0), xq.stride, r, g.k_len, g.dim, blk.xl_lo(g), T(1),
                      FlashBlock::xl_origin(s, blk.rows), g.s_ld + 1);
   }
   const T* bias = a.distance_bias.defined() ? a.distance_bias.data<T>() + h * g.n_dist : nullptr;

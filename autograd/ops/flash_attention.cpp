@@ -34,16 +34,14 @@ void check_terms(const Tensor& q, const Tensor& k, const FlashTerms& terms) {
       fail("flash_attention: clipped logits {} must be (B, H, Lq, 2k+1) with k={}",
            terms.clipped.describe(), terms.clip);
   }
-  const bool xl = terms.xl_u.defined() || terms.xl_v.defined() || terms.xl_r.defined();
-  if (xl) {
-    require(terms.xl_u.defined() && terms.xl_v.defined() && terms.xl_r.defined(),
-            "flash_attention: Transformer-XL needs xl_u, xl_v and xl_r");
-    for (const Tensor* t : {&terms.xl_u, &terms.xl_v, &terms.xl_r})
-      check_same_kind(q, *t, "flash_attention");
-    if (!(terms.xl_u.shape() == Shape{heads, d} && terms.xl_v.shape() == Shape{heads, d} &&
-          terms.xl_r.shape() == Shape{heads, k_len, d}))
-      fail("flash_attention: xl_u {} and xl_v {} must be (H, D) = ({}, {}) and xl_r {} (H, Lk, D)",
-           terms.xl_u.describe(), terms.xl_v.describe(), heads, d, terms.xl_r.describe());
+  if (terms.xl_query.defined() || terms.xl_r.defined()) {
+    require(terms.xl_query.defined() && terms.xl_r.defined(),
+            "flash_attention: Transformer-XL needs both xl_query and xl_r");
+    check_same_kind(q, terms.xl_query, "flash_attention");
+    check_same_kind(q, terms.xl_r, "flash_attention");
+    if (!(terms.xl_query.shape() == q.shape() && terms.xl_r.shape() == Shape{heads, k_len, d}))
+      fail("flash_attention: xl_query {} must match q {} and xl_r {} must be (H, Lk, D)",
+           terms.xl_query.describe(), q.describe(), terms.xl_r.describe());
     require(terms.causal, "flash_attention: Transformer-XL terms need causal attention");
   }
   if (terms.fire.defined()) {
@@ -84,8 +82,7 @@ Tensor flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, const 
   auto contiguous_if = [](const Tensor& t) { return t.defined() ? t.contiguous() : t; };
   args.distance_bias = contiguous_if(terms.distance_bias);
   args.clipped = terms.clipped.defined() ? rows_contiguous(terms.clipped) : Tensor();
-  args.xl_u = contiguous_if(terms.xl_u);
-  args.xl_v = contiguous_if(terms.xl_v);
+  args.xl_query = terms.xl_query.defined() ? rows_contiguous(terms.xl_query) : Tensor();
   args.xl_r = contiguous_if(terms.xl_r);
   const FireTerms& f = terms.fire;
   args.fire = {contiguous_if(f.w1), contiguous_if(f.b1), contiguous_if(f.w2), contiguous_if(f.c),
@@ -105,8 +102,8 @@ Tensor flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, const 
   const std::int64_t out_cols = q.size(3) + (terms.value_bins ? 2 * terms.clip + 1 : 0);
   Tensor out = empty_heads(batch, heads, q_len, out_cols, q);  // (B, H, Lq, D [+ 2k+1])
   Tensor lse = Tensor::empty({batch, heads, q_len}, q.dtype(), q.device());  // (B, H, Lq)
-  std::vector<Tensor> inputs{q,          k,          v,         terms.distance_bias, terms.clipped,
-                             terms.xl_u, terms.xl_v, terms.xl_r};
+  std::vector<Tensor> inputs{q,         k, v, terms.distance_bias, terms.clipped, terms.xl_query,
+                             terms.xl_r};
   for (const Tensor& t : fire_list(terms.fire)) inputs.push_back(t);
   const bool record = Tape::should_record(inputs);
   // bf16 on the CPU, recording: the kernel writes the output's rounding for the output
@@ -125,7 +122,7 @@ Tensor flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, const 
     const Tensor saved_out = out.detach();
     const bool want_q = wants(q), want_k = wants(k), want_v = wants(v);
     const bool want_bias = wants(terms.distance_bias), want_clipped = wants(terms.clipped);
-    const bool want_u = wants(terms.xl_u), want_xv = wants(terms.xl_v), want_r = wants(terms.xl_r);
+    const bool want_xq = wants(terms.xl_query), want_r = wants(terms.xl_r);
     std::vector<bool> want_fire;
     for (const Tensor& t : fire_list(terms.fire)) want_fire.push_back(wants(t));
     Tape::current().record(
@@ -140,8 +137,7 @@ Tensor flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, const 
           grads.v = want_v ? empty_heads_like(args.v) : Tensor();
           grads.distance_bias = empty_if(want_bias, args.distance_bias);
           grads.clipped = want_clipped ? empty_heads_like(args.clipped) : Tensor();
-          grads.xl_u = empty_if(want_u, args.xl_u);
-          grads.xl_v = empty_if(want_xv, args.xl_v);
+          grads.xl_query = want_xq ? empty_heads_like(args.xl_query) : Tensor();
           grads.xl_r = empty_if(want_r, args.xl_r);
           const std::vector<Tensor> fire_args = fire_list(args.fire);
           Tensor* fire_grads[] = {&grads.fire.w1, &grads.fire.b1, &grads.fire.w2, &grads.fire.c,
@@ -150,8 +146,8 @@ Tensor flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, const 
             *fire_grads[n] = empty_if(want_fire[n], fire_args[n]);
           backend_of(saved_out).flash_attention_backward(args, saved_out, lse,
                                                          rows_contiguous(grad_out), grads);
-          std::vector<Tensor> result{grads.q,       grads.k,    grads.v,    grads.distance_bias,
-                                     grads.clipped, grads.xl_u, grads.xl_v, grads.xl_r};
+          std::vector<Tensor> result{grads.q,       grads.k,        grads.v,   grads.distance_bias,
+                                     grads.clipped, grads.xl_query, grads.xl_r};
           for (const Tensor& t : fire_list(grads.fire)) result.push_back(t);
           return result;
         },

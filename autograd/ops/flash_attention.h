@@ -12,8 +12,7 @@ struct FlashTerms {
   Tensor clipped;           // (B, H, Lq, 2k+1): Shaw key logits q·Bᵀ
   std::int64_t clip = 0;    // Shaw's k
   bool value_bins = false;  // also return Shaw's per-row clipped-distance bins of p
-  Tensor xl_u;              // (H, D): Transformer-XL's content bias, the kernel uses q + u
-  Tensor xl_v;              // (H, D): its position bias, (q + v)·(W_r R)ᵀ
+  Tensor xl_query;          // (B, H, Lq, D): Transformer-XL's q + v
   Tensor xl_r;              // (H, Lk, D): W_r R for distances Lk-1 .. 0
   FireTerms fire;           // FIRE's MLP, evaluated per tile (causal only)
   double scale = 1.0;       // on q·k
