@@ -141,6 +141,9 @@ TEST_CASE("ablation seeds: a half-finished seeded sweep finishes exactly the res
   REQUIRE(runs[1].seed == 1);
   REQUIRE(fs::exists(box.path() / "straight/alibi/seed-1/summary.json"));
   REQUIRE(log.str().find("progress: 4/4 runs, 2/2 variants done") != std::string::npos);
+  // Seed by seed: both variants' seed 0 trains before either variant's seed 1.
+  const std::string straight_log = log.str();
+  REQUIRE(straight_log.find("train alibi/seed-0 in") < straight_log.find("train none/seed-1 in"));
   REQUIRE(runs[0].final_val_loss != runs[1].final_val_loss);  // the seeds differ
   const auto expected = csv_by_variant(box.path() / "straight/results.csv");
   const Stat none = stat_of({runs[0].final_val_loss, runs[1].final_val_loss});

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <cstdint>
 
+#include "autograd/ops/bf16_input.h"
 #include "autograd/ops/bf16_weight.h"
 #include "autograd/ops/linear.h"
 #include "autograd/ops/matmul.h"
@@ -99,5 +100,5 @@ TEST_CASE("fp32 linear keeps no bf16 copy of its weight", "[bf16][linear]") {
   const std::uint64_t before = bf16_weight_roundings();
   linear_step(x0, w, g);
   REQUIRE(bf16_weight_roundings() == before);
-  REQUIRE(find_bf16_weight(w) == nullptr);
+  REQUIRE(find_bf16_input(w) == nullptr);
 }

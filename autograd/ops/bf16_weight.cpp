@@ -1,15 +1,11 @@
 #include "autograd/ops/bf16_weight.h"
 
-#include "autograd/ops/bf16_input.h"
-
 namespace relpos {
 namespace {
 
 thread_local std::uint64_t roundings = 0;
 
 }  // namespace
-
-std::shared_ptr<Storage> find_bf16_weight(const Tensor& w) { return find_bf16_input(w); }
 
 void keep_bf16_weight(const Tensor& w, std::shared_ptr<Storage> bits) {
   w.storage()->set_derived({std::move(bits), w.version(), w.offset(), w.numel()});

@@ -16,12 +16,9 @@
 
 namespace relpos {
 
-// w: contiguous, f32, on the CPU, 2-D with at least one element. The kept rounding of w's
-// current values (w.numel() bf16 values, row-major), or nullptr when there is none yet.
-std::shared_ptr<Storage> find_bf16_weight(const Tensor& w);
-
-// Keeps `bits`, which hold w's current values rounded to bf16, with w's storage for
-// find_bf16_weight, in place of the copy of an older version of w.
+// Keeps `bits`, which hold w's current values rounded to bf16 (w: contiguous, f32, on the
+// CPU, 2-D), with w's storage, in place of the copy of an older version of w. The copy is
+// found again by find_bf16_input (autograd/ops/bf16_input.h), as every kept rounding.
 void keep_bf16_weight(const Tensor& w, std::shared_ptr<Storage> bits);
 
 // How many copies keep_bf16_weight took so far on this thread (each one a rounding of a

@@ -105,7 +105,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activat
   // product until the optimizer updates W.
   const bool w_bf16 = precision == Precision::bf16 && w.dtype() == DType::f32 &&
                       w.device() == Device::cpu && z.numel() > 0 && in > 0;
-  std::shared_ptr<Storage> w16 = w_bf16 ? find_bf16_weight(w) : nullptr;  // (out, in) bf16
+  std::shared_ptr<Storage> w16 = w_bf16 ? find_bf16_input(w) : nullptr;  // (out, in) bf16
   const bool round_w = w_bf16 && !w16;
   if (round_w)
     w16 = std::make_shared<Storage>(static_cast<std::size_t>(out * in) * sizeof(std::uint16_t),

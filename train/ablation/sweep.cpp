@@ -361,6 +361,11 @@ std::vector<VariantResult> run_sweep(const AblationSweep& sweep, std::ostream& l
       pending.push_back(i);
     }
   }
+  // Seed by seed: every variant's seed 0, then every variant's seed 1, ... so a sweep stopped
+  // part way leaves all variants at the same seeds, which the paired differences need.
+  const std::size_t per = sweep.runs_per_variant();
+  std::stable_sort(pending.begin(), pending.end(),
+                   [per](std::size_t a, std::size_t b) { return a % per < b % per; });
   if (!pending.empty()) log << progress_line(progress) << "\n" << std::flush;
   if (sweep.jobs > 1) {
     run_children(
