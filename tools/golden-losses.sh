@@ -2,18 +2,19 @@
 # The golden check of a refactoring: three short runs (the quickstart, a Transformer-XL
 # recurrence run and a 2-rank mpirun run of the quickstart) whose every logged training
 # loss, gradient norm, learning rate and validation loss must equal, bit for bit, the
-# values tests/golden/losses.txt recorded at an earlier commit on the same CPU.
+# values recorded at an earlier commit on the same CPU kind: tests/golden/ holds one file
+# per CPU kind (losses-<kind>.txt, its "# cpu:" line naming the model and instruction sets).
 # Usage: tools/golden-losses.sh [--record] [RELPOS]   (RELPOS: default build/train/relpos)
 # ctest runs it as golden_losses (tests/CMakeLists.txt), in the full tier only.
-#   --record  writes tests/golden/losses.txt instead of comparing (run it at the commit
+#   --record  writes this CPU kind's file instead of comparing (run it at the commit
 #             whose behaviour is the reference, e.g. before a refactoring)
 # Exits 0 when equal, 1 on a difference (the differing lines are printed), 2 on bad use,
-# 77 (Skipped under ctest) when the expectation was recorded on another CPU or relpos was
-# built without MPI: floating-point sums differ between CPU kinds, so losses are only
-# comparable on one.
+# 77 (Skipped under ctest) when no file was recorded on this CPU kind or relpos was built
+# without MPI: floating-point sums differ between CPU kinds, so losses are only comparable
+# on one.
 set -uo pipefail
 source_dir=$(cd "$(dirname "$0")/.." && pwd)
-expected="$source_dir/tests/golden/losses.txt"
+golden="$source_dir/tests/golden"
 record=0
 if [ "${1:-}" = --record ]; then
   record=1
@@ -27,10 +28,19 @@ if [ -z "$mpirun" ]; then
   exit 77
 fi
 # The CPU kind: its model name and the instruction sets relpos's kernels choose between.
+# The family and model numbers tell apart CPUs of one name (lscpu says "AMD EPYC" for
+# both a Zen 4 and a Zen 5 here).
 model=$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
+family=$(grep -m1 '^cpu family' /proc/cpuinfo | cut -d: -f2 | tr -d ' ')
+number=$(grep -m1 '^model[[:space:]]*:' /proc/cpuinfo | cut -d: -f2 | tr -d ' ')
+model="$model (family $family model $number)"
 features=$(grep -m1 '^flags' /proc/cpuinfo | grep -o -w 'avx2\|avx512f\|avx512_bf16\|amx_tile' |
   tr '\n' ' ' | sed 's/ $//')
 cpu="$model; $features"
+# This kind's file: the one whose "# cpu:" line is this CPU's, else a new name made from it.
+expected=$(grep -lxF "# cpu: $cpu" "$golden"/losses-*.txt 2>/dev/null | head -n 1)
+[ -n "$expected" ] ||
+  expected="$golden/losses-$(echo "$cpu" | tr -cs 'A-Za-z0-9_' '-' | sed 's/-*$//').txt"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -73,10 +83,10 @@ if [ "$record" -eq 1 ]; then
   echo "golden-losses.sh: recorded $(grep -vc '^#' "$expected") lines in $expected"
   exit 0
 fi
-[ -f "$expected" ] || { echo "golden-losses.sh: no $expected (run with --record first)" >&2; exit 2; }
-if ! grep -qxF "# cpu: $cpu" "$expected"; then
-  echo "SKIPPED: $expected was recorded on another CPU ($(grep -m1 '^# cpu:' "$expected"));" \
-    "this one is $cpu. Record it here at the reference commit with --record."
+if [ ! -f "$expected" ]; then
+  echo "SKIPPED: no golden losses were recorded on this CPU kind ($cpu); $golden has" \
+    "$(grep -h '^# cpu:' "$golden"/losses-*.txt 2>/dev/null | sed 's/^# cpu: //' | paste -sd '|')." \
+    "Record them here at the reference commit with --record."
   exit 77
 fi
 if diff -u "$expected" got.txt; then
