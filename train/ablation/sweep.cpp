@@ -340,11 +340,12 @@ std::vector<VariantResult> run_sweep(const AblationSweep& sweep, std::ostream& l
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::optional<VariantResult>> results(configs.size());
   SweepProgress progress{0, configs.size(), 0, sweep.variants.size(), 0, 0.0};
+  const std::size_t per = sweep.runs_per_variant();  // runs i / per * per ... are one variant's
   const auto record = [&](std::size_t run, VariantResult result, bool measured) {
     results[run] = std::move(result);
     ++progress.runs_done;
     progress.measured += measured ? 1 : 0;
-    const std::size_t per = sweep.runs_per_variant(), first = run / per * per;
+    const std::size_t first = run / per * per;
     if (std::all_of(results.begin() + static_cast<std::ptrdiff_t>(first),
                     results.begin() + static_cast<std::ptrdiff_t>(first + per),
                     [](const auto& r) { return r.has_value(); }))
@@ -363,7 +364,6 @@ std::vector<VariantResult> run_sweep(const AblationSweep& sweep, std::ostream& l
   }
   // Seed by seed: every variant's seed 0, then every variant's seed 1, ... so a sweep stopped
   // part way leaves all variants at the same seeds, which the paired differences need.
-  const std::size_t per = sweep.runs_per_variant();
   std::stable_sort(pending.begin(), pending.end(),
                    [per](std::size_t a, std::size_t b) { return a % per < b % per; });
   if (!pending.empty()) log << progress_line(progress) << "\n" << std::flush;
