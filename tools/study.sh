@@ -81,6 +81,18 @@ if [ ${#gated[@]} -gt 0 ]; then
   /usr/bin/python3 "$(dirname "$0")/plot.py" knn-gates "$dest/knn_gates.png" "${gated[@]}" ||
     echo "tools/study.sh: the gates' figure was not drawn (see above)" >&2
 fi
+# Part extensions: its RoPE models (rope-dynamic_ntk, trained as plain RoPE) read with every
+# context-extension kind and fine-tuned at 4L (tools/rope_extension_study.sh), whole split.
+if [ "$part" = extensions ]; then
+  evals=runs/study/rope-extension/evals
+  STUDY_RUNS=$out/rope-dynamic_ntk SEEDS="0 1 2 3 4" EVAL_BATCHES=0 \
+    "$(dirname "$0")/rope_extension_study.sh" "$relpos" runs/study/rope-extension
+  /usr/bin/python3 "$(dirname "$0")/rope_extension_table.py" "$evals" --study \
+    > "$dest/rope_extension.md.tmp"
+  mv -- "$dest/rope_extension.md.tmp" "$dest/rope_extension.md"
+  mkdir -p "$dest/rope_extension_evals"
+  cp -- "$evals"/*.json "$dest/rope_extension_evals/"
+fi
 cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -n 1)
 {
   echo "# Study part $part"
