@@ -12,6 +12,9 @@
 # at most 40 minutes), leaving the finished runs' figures in PARTIAL.md and exit code 3;
 # the same command continues. RELPOS_STUDY_JOBS=N trains N runs at once (`relpos ablate
 # --jobs N`; default: the sweep's jobs, 2), e.g. 16 on a 16-core machine.
+# Two parts add a step when they finish: extensions reads its RoPE models with every
+# context-extension kind (rope_extension.md), size compares its ranking with part text's
+# (ranking.md, ranking.png).
 set -euo pipefail
 if [ $# -lt 1 ] || [ $# -gt 2 ]; then
   echo "usage: tools/study.sh PART [RELPOS]" >&2
@@ -92,6 +95,12 @@ if [ "$part" = extensions ]; then
   mv -- "$dest/rope_extension.md.tmp" "$dest/rope_extension.md"
   mkdir -p "$dest/rope_extension_evals"
   cp -- "$evals"/*.json "$dest/rope_extension_evals/"
+fi
+# Part size: whether the second model size ranks the schemes as part text did (item 5).
+if [ "$part" = size ]; then
+  /usr/bin/python3 "$(dirname "$0")/study_ranking.py" docs/results/study/text "$dest" \
+    --figure "$dest/ranking.png" > "$dest/ranking.md.tmp"
+  mv -- "$dest/ranking.md.tmp" "$dest/ranking.md"
 fi
 cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -n 1)
 {

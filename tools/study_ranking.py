@@ -1,0 +1,154 @@
+#!/usr/bin/python3
+"""Whether two study parts rank the position schemes alike (issue 29, item 5: a second
+model size for ranking stability), from their reports (results.csv, differences.csv).
+
+    tools/study_ranking.py A_DIR B_DIR [--length N] [--figure OUT.png]
+
+A_DIR and B_DIR are report folders of `relpos ablate` (e.g. docs/results/study/text and
+docs/results/study/size). For the variants both hold, at length N (default: the training
+length), it prints in Markdown: each variant's bits/byte (mean ± 95% t interval) and rank
+in each part; Kendall's tau between the two rankings; and every pair of variants sorted
+by what the differences paired by seed say in each part: separated in both in the same
+order, separated in both in opposite orders (a reversal), separated in one part only,
+separated in neither. With --figure, OUT.png and OUT.svg draw B's bits/byte against A's,
+each variant with its two intervals.
+Bad input: one line on stderr, exit 2.
+"""
+
+import argparse
+import math
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from plots.common import UsageError, import_pyplot, read_csv_rows, save  # noqa: E402
+
+
+def rows_of(path):
+    rows = read_csv_rows(path)
+    if not rows:
+        raise UsageError(f"{path}: empty, expected a header line")
+    return [dict(zip(rows[0], row)) for row in rows[1:]]
+
+
+def bits_at(folder, length):
+    """{variant: (bits/byte, 95% half-width)} at the length, and the training length."""
+    results = rows_of(folder / "results.csv")
+    train = {int(float(r["train_length"])) for r in results}
+    if length is None:
+        if len(train) != 1:
+            raise UsageError(f"{folder}/results.csv: training lengths {sorted(train)}; "
+                             "choose one with --length")
+        length = train.pop()
+    key = f"loss_at_{length}"
+    out = {}
+    for r in results:
+        if key not in r:
+            raise UsageError(f"{folder}/results.csv: no column {key} (length {length})")
+        loss, half = float(r[key]), float(r.get(key + "_ci95", "nan"))
+        if not math.isnan(loss):
+            out[r["variant"]] = (loss / math.log(2), half / math.log(2))
+    return out, length
+
+
+def separations(folder, length):
+    """{(a, b): sign} for the pairs whose paired bits/byte difference at the length has an
+    interval excluding 0: +1 when a is worse (higher) than b, -1 when better."""
+    out = {}
+    for r in rows_of(folder / "differences.csv"):
+        if r["metric"] != "bits_per_byte" or int(float(r["length"])) != length:
+            continue
+        sign = 0
+        if r["excludes_zero"] == "true":
+            sign = 1 if float(r["mean"]) > 0 else -1
+        out[(r["variant_a"], r["variant_b"])] = sign
+        out[(r["variant_b"], r["variant_a"])] = -sign
+    return out
+
+
+def kendall_tau(xs, ys):
+    """Kendall's tau-a of two score lists (ties count as neither concordant nor discordant)."""
+    n, s = len(xs), 0
+    for i in range(n):
+        for j in range(i + 1, n):
+            s += (1 if (xs[i] - xs[j]) * (ys[i] - ys[j]) > 0 else
+                  -1 if (xs[i] - xs[j]) * (ys[i] - ys[j]) < 0 else 0)
+    return 2.0 * s / (n * (n - 1)) if n > 1 else math.nan
+
+
+def report(a_dir, b_dir, length):
+    a_bits, length = bits_at(a_dir, length)
+    b_bits, _ = bits_at(b_dir, length)
+    variants = [v for v in a_bits if v in b_bits]
+    if len(variants) < 2:
+        raise UsageError(f"{a_dir} and {b_dir}: fewer than two variants in both at {length}")
+    a_sep, b_sep = separations(a_dir, length), separations(b_dir, length)
+    rank_a = {v: i + 1 for i, v in enumerate(sorted(variants, key=lambda v: a_bits[v][0]))}
+    rank_b = {v: i + 1 for i, v in enumerate(sorted(variants, key=lambda v: b_bits[v][0]))}
+    lines = [f"Bits/byte at length {length}, mean ± 95% interval over seeds; rank 1 is the "
+             "lowest.", "",
+             f"| variant | {a_dir.name} | rank | {b_dir.name} | rank |", "|---|---:|---:|---:|---:|"]
+    for v in sorted(variants, key=lambda v: rank_a[v]):
+        lines.append(f"| {v} | {a_bits[v][0]:.3f} ± {a_bits[v][1]:.3f} | {rank_a[v]} | "
+                     f"{b_bits[v][0]:.3f} ± {b_bits[v][1]:.3f} | {rank_b[v]} |")
+    tau = kendall_tau([a_bits[v][0] for v in variants], [b_bits[v][0] for v in variants])
+    lines += ["", f"Kendall's tau between the two rankings: {tau:.2f} ({len(variants)} variants)."]
+    groups = {"same": [], "reversed": [], "one": [], "neither": []}
+    for i, a in enumerate(variants):
+        for b in variants[i + 1:]:
+            sa, sb = a_sep.get((a, b)), b_sep.get((a, b))
+            if sa is None or sb is None:
+                continue  # a pair a part did not difference (e.g. learned past its length)
+            pair = f"{a} {'>' if (sa or sb) > 0 else '<'} {b}" if (sa or sb) else f"{a} ~ {b}"
+            if sa and sb:
+                groups["same" if sa == sb else "reversed"].append(
+                    pair if sa == sb else f"{a} vs {b} ({a_dir.name}: {'>' if sa > 0 else '<'}, "
+                    f"{b_dir.name}: {'>' if sb > 0 else '<'})")
+            elif sa or sb:
+                groups["one"].append(f"{pair} ({a_dir.name if sa else b_dir.name} only)")
+            else:
+                groups["neither"].append(pair)
+    titles = {"same": "separated in both, same order", "reversed": "separated in both, "
+              "opposite orders", "one": "separated in one part only",
+              "neither": "separated in neither"}
+    lines += ["", "Pairs by their paired differences (\">\": the first is worse, i.e. higher):", ""]
+    for key, title in titles.items():
+        lines.append(f"- **{title}** ({len(groups[key])}): " + (", ".join(groups[key]) or "none"))
+    return "\n".join(lines) + "\n", {v: (a_bits[v], b_bits[v]) for v in variants}, length
+
+
+def figure(points, a_name, b_name, length, out):
+    plt = import_pyplot()
+    fig, ax = plt.subplots(figsize=(5.5, 5))
+    for v, ((ax_m, ax_h), (b_m, b_h)) in points.items():
+        ax.errorbar(ax_m, b_m, xerr=ax_h, yerr=b_h, fmt="o", capsize=3)
+        ax.annotate(v, (ax_m, b_m), textcoords="offset points", xytext=(5, 4), fontsize=8)
+    ax.set_xlabel(f"{a_name}: bits/byte at {length}")
+    ax.set_ylabel(f"{b_name}: bits/byte at {length}")
+    ax.set_title(f"{a_name} against {b_name} (95% intervals)")
+    ax.grid(True, alpha=0.3)
+    save(fig, out.with_suffix(""))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("a_dir", type=Path)
+    parser.add_argument("b_dir", type=Path)
+    parser.add_argument("--length", type=int)
+    parser.add_argument("--figure", type=Path)
+    args = parser.parse_args()
+    try:
+        if args.figure is not None and args.figure.suffix != ".png":
+            raise UsageError(f"{args.figure}: expected a file name ending in .png")
+        text, points, length = report(args.a_dir, args.b_dir, args.length)
+        sys.stdout.write(text)
+        if args.figure is not None:
+            figure(points, args.a_dir.name, args.b_dir.name, length, args.figure)
+    except UsageError as e:
+        print(f"study_ranking.py: {e}", file=sys.stderr)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()
