@@ -69,9 +69,9 @@ DIFFS = {"a": [("x", "y", -0.1, True), ("x", "z", -0.3, True), ("y", "z", -0.2, 
 def write_part(folder, part):
     os.makedirs(folder)
     with open(os.path.join(folder, "results.csv"), "w") as f:
-        f.write("variant,train_length,loss_at_64,loss_at_64_ci95\n")
+        f.write("variant,scheme,data,train_length,loss_at_64,loss_at_64_ci95\n")
         for v, bits in BITS[part].items():
-            f.write(f"{v},64,{bits * LN2},{0.01 * LN2}\n")
+            f.write(f"{v},{v},corpus,64,{bits * LN2},{0.01 * LN2}\n")
     with open(os.path.join(folder, "differences.csv"), "w") as f:
         f.write("metric,data,train_length,length,variant_a,variant_b,n,mean,ci95,low,high,"
                 "excludes_zero\n")

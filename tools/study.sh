@@ -87,9 +87,10 @@ fi
 # Part extensions: its RoPE models (rope-dynamic_ntk, trained as plain RoPE) read with every
 # context-extension kind and fine-tuned at 4L (tools/rope_extension_study.sh), whole split.
 if [ "$part" = extensions ]; then
-  evals=runs/study/rope-extension/evals
+  extension=runs/study/rope-extension
+  evals=$extension/evals
   STUDY_RUNS=$out/rope-dynamic_ntk SEEDS="0 1 2 3 4" EVAL_BATCHES=0 \
-    "$(dirname "$0")/rope_extension_study.sh" "$relpos" runs/study/rope-extension
+    "$(dirname "$0")/rope_extension_study.sh" "$relpos" "$extension"
   /usr/bin/python3 "$(dirname "$0")/rope_extension_table.py" "$evals" --study \
     > "$dest/rope_extension.md.tmp"
   mv -- "$dest/rope_extension.md.tmp" "$dest/rope_extension.md"

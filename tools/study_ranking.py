@@ -22,41 +22,40 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from plots.common import UsageError, import_pyplot, read_csv_rows, save  # noqa: E402
-
-
-def rows_of(path):
-    rows = read_csv_rows(path)
-    if not rows:
-        raise UsageError(f"{path}: empty, expected a header line")
-    return [dict(zip(rows[0], row)) for row in rows[1:]]
+from plots.ablation_results import read_results  # noqa: E402
+from plots.common import UsageError, import_pyplot, read_csv_rows, require_png, save  # noqa: E402
 
 
 def bits_at(folder, length):
-    """{variant: (bits/byte, 95% half-width)} at the length, and the training length."""
-    results = rows_of(folder / "results.csv")
-    train = {int(float(r["train_length"])) for r in results}
+    """{variant: (bits/byte, 95% half-width)} at the length, and the length (default: the
+    training length)."""
+    results = read_results(folder)
     if length is None:
+        train = {int(r["train_length"]) for r in results}
         if len(train) != 1:
             raise UsageError(f"{folder}/results.csv: training lengths {sorted(train)}; "
                              "choose one with --length")
         length = train.pop()
-    key = f"loss_at_{length}"
     out = {}
     for r in results:
-        if key not in r:
-            raise UsageError(f"{folder}/results.csv: no column {key} (length {length})")
-        loss, half = float(r[key]), float(r.get(key + "_ci95", "nan"))
+        if length not in r["lengths"]:
+            raise UsageError(f"{folder}/results.csv: no column loss_at_{length}")
+        loss = r["lengths"][length]
         if not math.isnan(loss):
-            out[r["variant"]] = (loss / math.log(2), half / math.log(2))
+            out[r["variant"]] = (loss / math.log(2), r["lengths_band"].get(length, math.nan)
+                                 / math.log(2))
     return out, length
 
 
 def separations(folder, length):
     """{(a, b): sign} for the pairs whose paired bits/byte difference at the length has an
     interval excluding 0: +1 when a is worse (higher) than b, -1 when better."""
+    path = folder / "differences.csv"
+    rows = read_csv_rows(path)
+    if not rows:
+        raise UsageError(f"{path}: empty, expected a header line")
     out = {}
-    for r in rows_of(folder / "differences.csv"):
+    for r in (dict(zip(rows[0], row)) for row in rows[1:]):
         if r["metric"] != "bits_per_byte" or int(float(r["length"])) != length:
             continue
         sign = 0
@@ -72,9 +71,14 @@ def kendall_tau(xs, ys):
     n, s = len(xs), 0
     for i in range(n):
         for j in range(i + 1, n):
-            s += (1 if (xs[i] - xs[j]) * (ys[i] - ys[j]) > 0 else
-                  -1 if (xs[i] - xs[j]) * (ys[i] - ys[j]) < 0 else 0)
+            product = (xs[i] - xs[j]) * (ys[i] - ys[j])
+            s += (product > 0) - (product < 0)
     return 2.0 * s / (n * (n - 1)) if n > 1 else math.nan
+
+
+def order(sign):
+    """">" for a separated pair whose first variant is worse (higher), "<" for better."""
+    return ">" if sign > 0 else "<"
 
 
 def report(a_dir, b_dir, length):
@@ -100,15 +104,16 @@ def report(a_dir, b_dir, length):
             sa, sb = a_sep.get((a, b)), b_sep.get((a, b))
             if sa is None or sb is None:
                 continue  # a pair a part did not difference (e.g. learned past its length)
-            pair = f"{a} {'>' if (sa or sb) > 0 else '<'} {b}" if (sa or sb) else f"{a} ~ {b}"
-            if sa and sb:
-                groups["same" if sa == sb else "reversed"].append(
-                    pair if sa == sb else f"{a} vs {b} ({a_dir.name}: {'>' if sa > 0 else '<'}, "
-                    f"{b_dir.name}: {'>' if sb > 0 else '<'})")
+            if sa and sb and sa != sb:
+                groups["reversed"].append(f"{a} vs {b} ({a_dir.name}: {order(sa)}, "
+                                          f"{b_dir.name}: {order(sb)})")
+            elif sa and sb:
+                groups["same"].append(f"{a} {order(sa)} {b}")
             elif sa or sb:
-                groups["one"].append(f"{pair} ({a_dir.name if sa else b_dir.name} only)")
+                groups["one"].append(f"{a} {order(sa or sb)} {b} "
+                                     f"({a_dir.name if sa else b_dir.name} only)")
             else:
-                groups["neither"].append(pair)
+                groups["neither"].append(f"{a} ~ {b}")
     titles = {"same": "separated in both, same order", "reversed": "separated in both, "
               "opposite orders", "one": "separated in one part only",
               "neither": "separated in neither"}
@@ -139,8 +144,8 @@ def main():
     parser.add_argument("--figure", type=Path)
     args = parser.parse_args()
     try:
-        if args.figure is not None and args.figure.suffix != ".png":
-            raise UsageError(f"{args.figure}: expected a file name ending in .png")
+        if args.figure is not None:
+            require_png(args.figure)
         text, points, length = report(args.a_dir, args.b_dir, args.length)
         sys.stdout.write(text)
         if args.figure is not None:
