@@ -60,32 +60,39 @@ def rope_extension_table():
 # --- study_ranking.py ---
 # Bits/byte at 64. Part a: x < y < z. Part b: y < x < z. Paired differences (a - b):
 # x-y separated in both with opposite signs (a reversal), x-z separated in both (same
-# order), y-z separated in part a only.
+# order), y-z separated in part a only. At 128 both parts read x < y < z, every pair
+# separated in both (tau 1).
 BITS = {"a": {"x": 1.0, "y": 1.1, "z": 1.3}, "b": {"x": 1.2, "y": 1.1, "z": 1.25}}
 DIFFS = {"a": [("x", "y", -0.1, True), ("x", "z", -0.3, True), ("y", "z", -0.2, True)],
          "b": [("x", "y", 0.1, True), ("x", "z", -0.05, True), ("y", "z", -0.15, False)]}
+BITS_128 = {"x": 2.0, "y": 2.1, "z": 2.2}
 
 
 def write_part(folder, part):
     os.makedirs(folder)
     with open(os.path.join(folder, "results.csv"), "w") as f:
-        f.write("variant,scheme,data,train_length,loss_at_64,loss_at_64_ci95\n")
+        f.write("variant,scheme,data,train_length,loss_at_64,loss_at_64_ci95,loss_at_128,"
+                "loss_at_128_ci95\n")
         for v, bits in BITS[part].items():
-            f.write(f"{v},{v},corpus,64,{bits * LN2},{0.01 * LN2}\n")
+            f.write(f"{v},{v},corpus,64,{bits * LN2},{0.01 * LN2},{BITS_128[v] * LN2},"
+                    f"{0.01 * LN2}\n")
     with open(os.path.join(folder, "differences.csv"), "w") as f:
         f.write("metric,data,train_length,length,variant_a,variant_b,n,mean,ci95,low,high,"
                 "excludes_zero\n")
         for a, b, mean, excludes in DIFFS[part]:
             f.write(f"bits_per_byte,corpus,64,64,{a},{b},5,{mean},0.02,0,0,"
                     f"{'true' if excludes else 'false'}\n")
+            f.write(f"bits_per_byte,corpus,64,128,{a},{b},5,{BITS_128[a] - BITS_128[b]},"
+                    "0.02,0,0,true\n")
 
 
 def study_ranking():
     with tempfile.TemporaryDirectory() as root:
         for part in ("a", "b"):
             write_part(os.path.join(root, part), part)
-        expect_lines([os.path.join(TOOLS, "study_ranking.py"), os.path.join(root, "a"),
-                      os.path.join(root, "b")], [
+        parts = [os.path.join(TOOLS, "study_ranking.py"), os.path.join(root, "a"),
+                 os.path.join(root, "b")]
+        expect_lines(parts, [
             "| x | 1.000 ± 0.010 | 1 | 1.200 ± 0.010 | 2 |",
             "| y | 1.100 ± 0.010 | 2 | 1.100 ± 0.010 | 1 |",
             "Kendall's tau between the two rankings: 0.33 (3 variants).",  # (2 - 1) / 3
@@ -94,6 +101,18 @@ def study_ranking():
             "- **separated in one part only** (1): y < z (a only)",
             "- **separated in neither** (0): none",
         ], "study_ranking.py: ranks, tau and the four groups of pairs")
+        expect_lines(parts + ["--length", "all"], [
+            "| 64 | 0.33 | 1 | 1 | 1 | 0 |",
+            "| 128 | 1.00 | 3 | 0 | 0 | 0 |",
+            "## At length 128",
+            "| z | 2.200 ± 0.010 | 3 | 2.200 ± 0.010 | 3 |",
+        ], "study_ranking.py --length all: the summary by length and a section a length")
+        bad = subprocess.run([sys.executable, *parts, "--length", "all", "--length", "64"],
+                             capture_output=True, text=True)
+        if bad.returncode != 2 or len(bad.stderr.splitlines()) != 1:
+            sys.exit("study_ranking.py: 'all' beside a length should fail in one line with "
+                     f"exit 2, got {bad.returncode}: {bad.stderr!r}")
+        print("ok: study_ranking.py: 'all' beside a length is refused in one line")
 
 
 if __name__ == "__main__":

@@ -97,10 +97,11 @@ if [ "$part" = extensions ]; then
   mkdir -p "$dest/rope_extension_evals"
   cp -- "$evals"/*.json "$dest/rope_extension_evals/"
 fi
-# Part size: whether the second model size ranks the schemes as part text did (item 5).
+# Part size: whether the second model size ranks the schemes as part text did (item 5),
+# at every length both parts read.
 if [ "$part" = size ]; then
   /usr/bin/python3 "$(dirname "$0")/study_ranking.py" docs/results/study/text "$dest" \
-    --figure "$dest/ranking.png" > "$dest/ranking.md.tmp"
+    --length all --figure "$dest/ranking.png" > "$dest/ranking.md.tmp"
   mv -- "$dest/ranking.md.tmp" "$dest/ranking.md"
 fi
 cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -n 1)

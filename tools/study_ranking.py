@@ -2,16 +2,18 @@
 """Whether two study parts rank the position schemes alike (issue 29, item 5: a second
 model size for ranking stability), from their reports (results.csv, differences.csv).
 
-    tools/study_ranking.py A_DIR B_DIR [--length N] [--figure OUT.png]
+    tools/study_ranking.py A_DIR B_DIR [--length N ... | --length all] [--figure OUT.png]
 
 A_DIR and B_DIR are report folders of `relpos ablate` (e.g. docs/results/study/text and
-docs/results/study/size). For the variants both hold, at length N (default: the training
-length), it prints in Markdown: each variant's bits/byte (mean ± 95% t interval) and rank
-in each part; Kendall's tau between the two rankings; and every pair of variants sorted
-by what the differences paired by seed say in each part: separated in both in the same
-order, separated in both in opposite orders (a reversal), separated in one part only,
-separated in neither. With --figure, OUT.png and OUT.svg draw B's bits/byte against A's,
-each variant with its two intervals.
+docs/results/study/size). For the variants both hold, at each length N (repeatable;
+`all`: every length both parts evaluated; default: the training length), it prints in
+Markdown: each variant's bits/byte (mean ± 95% t interval) and rank in each part;
+Kendall's tau between the two rankings; and every pair of variants sorted by what the
+differences paired by seed say in each part: separated in both in the same order,
+separated in both in opposite orders (a reversal), separated in one part only, separated
+in neither. With several lengths, a table of tau and the four counts by length comes
+first. With --figure, OUT.png and OUT.svg draw B's bits/byte against A's, each variant
+with its two intervals, one panel a length.
 Bad input: one line on stderr, exit 2.
 """
 
@@ -26,16 +28,17 @@ from plots.ablation_results import read_results  # noqa: E402
 from plots.common import UsageError, import_pyplot, read_csv_rows, require_png, save  # noqa: E402
 
 
-def bits_at(folder, length):
-    """{variant: (bits/byte, 95% half-width)} at the length, and the length (default: the
-    training length)."""
-    results = read_results(folder)
-    if length is None:
-        train = {int(r["train_length"]) for r in results}
-        if len(train) != 1:
-            raise UsageError(f"{folder}/results.csv: training lengths {sorted(train)}; "
-                             "choose one with --length")
-        length = train.pop()
+def training_length(folder, results):
+    """The one training length of a part's variants."""
+    train = {int(r["train_length"]) for r in results}
+    if len(train) != 1:
+        raise UsageError(f"{folder}/results.csv: training lengths {sorted(train)}; "
+                         "choose one with --length")
+    return train.pop()
+
+
+def bits_at(folder, results, length):
+    """{variant: (bits/byte, 95% half-width)} at the length."""
     out = {}
     for r in results:
         if length not in r["lengths"]:
@@ -44,7 +47,7 @@ def bits_at(folder, length):
         if not math.isnan(loss):
             out[r["variant"]] = (loss / math.log(2), r["lengths_band"].get(length, math.nan)
                                  / math.log(2))
-    return out, length
+    return out
 
 
 def separations(folder, length):
@@ -81,9 +84,14 @@ def order(sign):
     return ">" if sign > 0 else "<"
 
 
-def report(a_dir, b_dir, length):
-    a_bits, length = bits_at(a_dir, length)
-    b_bits, _ = bits_at(b_dir, length)
+TITLES = {"same": "separated in both, same order", "reversed": "separated in both, "
+          "opposite orders", "one": "separated in one part only",
+          "neither": "separated in neither"}
+
+
+def report(a_dir, a_results, b_dir, b_results, length):
+    """(Markdown of one length, {variant: (A's point, B's point)}, tau, group counts)."""
+    a_bits, b_bits = bits_at(a_dir, a_results, length), bits_at(b_dir, b_results, length)
     variants = [v for v in a_bits if v in b_bits]
     if len(variants) < 2:
         raise UsageError(f"{a_dir} and {b_dir}: fewer than two variants in both at {length}")
@@ -98,7 +106,7 @@ def report(a_dir, b_dir, length):
                      f"{b_bits[v][0]:.3f} ± {b_bits[v][1]:.3f} | {rank_b[v]} |")
     tau = kendall_tau([a_bits[v][0] for v in variants], [b_bits[v][0] for v in variants])
     lines += ["", f"Kendall's tau between the two rankings: {tau:.2f} ({len(variants)} variants)."]
-    groups = {"same": [], "reversed": [], "one": [], "neither": []}
+    groups = {key: [] for key in TITLES}
     for i, a in enumerate(variants):
         for b in variants[i + 1:]:
             sa, sb = a_sep.get((a, b)), b_sep.get((a, b))
@@ -114,42 +122,89 @@ def report(a_dir, b_dir, length):
                                      f"({a_dir.name if sa else b_dir.name} only)")
             else:
                 groups["neither"].append(f"{a} ~ {b}")
-    titles = {"same": "separated in both, same order", "reversed": "separated in both, "
-              "opposite orders", "one": "separated in one part only",
-              "neither": "separated in neither"}
     lines += ["", "Pairs by their paired differences (\">\": the first is worse, i.e. higher):", ""]
-    for key, title in titles.items():
+    for key, title in TITLES.items():
         lines.append(f"- **{title}** ({len(groups[key])}): " + (", ".join(groups[key]) or "none"))
-    return "\n".join(lines) + "\n", {v: (a_bits[v], b_bits[v]) for v in variants}, length
+    points = {v: (a_bits[v], b_bits[v]) for v in variants}
+    return "\n".join(lines) + "\n", points, tau, {k: len(g) for k, g in groups.items()}
 
 
-def figure(points, a_name, b_name, length, out):
+def summary(a_dir, b_dir, rows):
+    """Markdown: tau and the four group counts at each length."""
+    lines = [f"Ranking of {a_dir.name} against {b_dir.name} by length (pairs counted by "
+             "their paired differences; sections below):", "",
+             "| length | Kendall's tau | " + " | ".join(TITLES.values()) + " |",
+             "|---:|---:|" + "---:|" * len(TITLES)]
+    for length, tau, counts in rows:
+        lines.append(f"| {length} | {tau:.2f} | " + " | ".join(str(counts[k]) for k in TITLES)
+                     + " |")
+    return "\n".join(lines) + "\n"
+
+
+def figure(panels, a_name, b_name, out):
+    """panels: [(length, {variant: ((A mean, A half-width), (B mean, B half-width))})], three
+    to a row; a variant keeps its colour in every panel."""
     plt = import_pyplot()
-    fig, ax = plt.subplots(figsize=(5.5, 5))
-    for v, ((ax_m, ax_h), (b_m, b_h)) in points.items():
-        ax.errorbar(ax_m, b_m, xerr=ax_h, yerr=b_h, fmt="o", capsize=3)
-        ax.annotate(v, (ax_m, b_m), textcoords="offset points", xytext=(5, 4), fontsize=8)
-    ax.set_xlabel(f"{a_name}: bits/byte at {length}")
-    ax.set_ylabel(f"{b_name}: bits/byte at {length}")
-    ax.set_title(f"{a_name} against {b_name} (95% intervals)")
-    ax.grid(True, alpha=0.3)
+    columns = min(3, len(panels))
+    rows = -(-len(panels) // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(5.5 * columns, 5 * rows), squeeze=False)
+    variants = list(dict.fromkeys(v for _, points in panels for v in points))
+    colours = {v: f"C{i % 10}" for i, v in enumerate(variants)}
+    for ax, (length, points) in zip(axes.flat, panels):
+        for v, ((a_m, a_h), (b_m, b_h)) in points.items():
+            ax.errorbar(a_m, b_m, xerr=a_h, yerr=b_h, fmt="o", capsize=3, color=colours[v])
+            ax.annotate(v, (a_m, b_m), textcoords="offset points", xytext=(5, 4), fontsize=8)
+        ax.set_xlabel(f"{a_name}: bits/byte at {length}")
+        ax.set_ylabel(f"{b_name}: bits/byte at {length}")
+        ax.set_title(f"{a_name} against {b_name} at {length} (95% intervals)")
+        ax.grid(True, alpha=0.3)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.set_visible(False)
+    fig.tight_layout()
     save(fig, out.with_suffix(""))
+
+
+def lengths_of(args, a_dir, a_results, b_results):
+    """The lengths asked for: --length's values, every common one for `all`, or A's
+    training length."""
+    if not args.length:
+        return [training_length(a_dir, a_results)]
+    if args.length == ["all"]:
+        common = set(a_results[0]["lengths"]) & set(b_results[0]["lengths"])
+        return sorted(common)
+    lengths = []
+    for value in args.length:
+        if not value.isdigit() or int(value) == 0:
+            raise UsageError(f"--length '{value}': expected a positive length or 'all' "
+                             "(alone)")
+        lengths.append(int(value))
+    return lengths
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("a_dir", type=Path)
     parser.add_argument("b_dir", type=Path)
-    parser.add_argument("--length", type=int)
+    parser.add_argument("--length", action="append")
     parser.add_argument("--figure", type=Path)
     args = parser.parse_args()
     try:
         if args.figure is not None:
             require_png(args.figure)
-        text, points, length = report(args.a_dir, args.b_dir, args.length)
-        sys.stdout.write(text)
+        a_results, b_results = read_results(args.a_dir), read_results(args.b_dir)
+        sections, panels, rows = [], [], []
+        for length in lengths_of(args, args.a_dir, a_results, b_results):
+            text, points, tau, counts = report(args.a_dir, a_results, args.b_dir, b_results,
+                                               length)
+            sections.append(text)
+            panels.append((length, points))
+            rows.append((length, tau, counts))
+        if len(sections) > 1:
+            sections = [summary(args.a_dir, args.b_dir, rows)] + [
+                f"## At length {length}\n\n{text}" for (length, _, _), text in zip(rows, sections)]
+        sys.stdout.write("\n".join(sections))
         if args.figure is not None:
-            figure(points, args.a_dir.name, args.b_dir.name, length, args.figure)
+            figure(panels, args.a_dir.name, args.b_dir.name, args.figure)
     except UsageError as e:
         print(f"study_ranking.py: {e}", file=sys.stderr)
         sys.exit(2)
