@@ -28,21 +28,21 @@ from plots.ablation_results import read_results  # noqa: E402
 from plots.common import UsageError, import_pyplot, read_csv_rows, require_png, save  # noqa: E402
 
 
-def training_length(folder, results):
-    """The one training length of a part's variants."""
-    train = {int(r["train_length"]) for r in results}
+def training_length(part):
+    """The one training length of a Part's variants."""
+    train = {int(r["train_length"]) for r in part.results}
     if len(train) != 1:
-        raise UsageError(f"{folder}/results.csv: training lengths {sorted(train)}; "
+        raise UsageError(f"{part.folder}/results.csv: training lengths {sorted(train)}; "
                          "choose one with --length")
     return train.pop()
 
 
-def bits_at(folder, results, length):
-    """{variant: (bits/byte, 95% half-width)} at the length."""
+def bits_at(part, length):
+    """{variant: (bits/byte, 95% half-width)} of a Part at the length."""
     out = {}
-    for r in results:
+    for r in part.results:
         if length not in r["lengths"]:
-            raise UsageError(f"{folder}/results.csv: no column loss_at_{length}")
+            raise UsageError(f"{part.folder}/results.csv: no column loss_at_{length}")
         loss = r["lengths"][length]
         if not math.isnan(loss):
             out[r["variant"]] = (loss / math.log(2), r["lengths_band"].get(length, math.nan)
@@ -50,23 +50,35 @@ def bits_at(folder, results, length):
     return out
 
 
-def separations(folder, length):
-    """{(a, b): sign} for the pairs whose paired bits/byte difference at the length has an
-    interval excluding 0: +1 when a is worse (higher) than b, -1 when better."""
+def separations(folder):
+    """{length: {(a, b): sign}} from the part's differences.csv, read once: the sign is +1
+    when a's paired bits/byte difference from b has an interval excluding 0 and a is worse
+    (higher), -1 when better, 0 when the interval includes 0."""
     path = folder / "differences.csv"
     rows = read_csv_rows(path)
     if not rows:
         raise UsageError(f"{path}: empty, expected a header line")
     out = {}
     for r in (dict(zip(rows[0], row)) for row in rows[1:]):
-        if r["metric"] != "bits_per_byte" or int(float(r["length"])) != length:
+        if r["metric"] != "bits_per_byte":
             continue
         sign = 0
         if r["excludes_zero"] == "true":
             sign = 1 if float(r["mean"]) > 0 else -1
-        out[(r["variant_a"], r["variant_b"])] = sign
-        out[(r["variant_b"], r["variant_a"])] = -sign
+        pairs = out.setdefault(int(float(r["length"])), {})
+        pairs[(r["variant_a"], r["variant_b"])] = sign
+        pairs[(r["variant_b"], r["variant_a"])] = -sign
     return out
+
+
+class Part:
+    """One part's report folder, read once: its results.csv rows and its separations."""
+
+    def __init__(self, folder):
+        self.folder = folder
+        self.name = folder.name
+        self.results = read_results(folder)
+        self.separations = separations(folder)
 
 
 def kendall_tau(xs, ys):
@@ -89,39 +101,41 @@ TITLES = {"same": "separated in both, same order", "reversed": "separated in bot
           "neither": "separated in neither"}
 
 
-def report(a_dir, a_results, b_dir, b_results, length):
-    """(Markdown of one length, {variant: (A's point, B's point)}, tau, group counts)."""
-    a_bits, b_bits = bits_at(a_dir, a_results, length), bits_at(b_dir, b_results, length)
+def report(a, b, length):
+    """(Markdown of one length, {variant: (A's point, B's point)}, tau, group counts) for
+    two Parts."""
+    a_bits, b_bits = bits_at(a, length), bits_at(b, length)
     variants = [v for v in a_bits if v in b_bits]
     if len(variants) < 2:
-        raise UsageError(f"{a_dir} and {b_dir}: fewer than two variants in both at {length}")
-    a_sep, b_sep = separations(a_dir, length), separations(b_dir, length)
+        raise UsageError(f"{a.folder} and {b.folder}: fewer than two variants in both at "
+                         f"{length}")
+    a_sep, b_sep = a.separations.get(length, {}), b.separations.get(length, {})
     rank_a = {v: i + 1 for i, v in enumerate(sorted(variants, key=lambda v: a_bits[v][0]))}
     rank_b = {v: i + 1 for i, v in enumerate(sorted(variants, key=lambda v: b_bits[v][0]))}
     lines = [f"Bits/byte at length {length}, mean ± 95% interval over seeds; rank 1 is the "
              "lowest.", "",
-             f"| variant | {a_dir.name} | rank | {b_dir.name} | rank |", "|---|---:|---:|---:|---:|"]
+             f"| variant | {a.name} | rank | {b.name} | rank |", "|---|---:|---:|---:|---:|"]
     for v in sorted(variants, key=lambda v: rank_a[v]):
         lines.append(f"| {v} | {a_bits[v][0]:.3f} ± {a_bits[v][1]:.3f} | {rank_a[v]} | "
                      f"{b_bits[v][0]:.3f} ± {b_bits[v][1]:.3f} | {rank_b[v]} |")
     tau = kendall_tau([a_bits[v][0] for v in variants], [b_bits[v][0] for v in variants])
     lines += ["", f"Kendall's tau between the two rankings: {tau:.2f} ({len(variants)} variants)."]
     groups = {key: [] for key in TITLES}
-    for i, a in enumerate(variants):
-        for b in variants[i + 1:]:
-            sa, sb = a_sep.get((a, b)), b_sep.get((a, b))
+    for i, x in enumerate(variants):
+        for y in variants[i + 1:]:
+            sa, sb = a_sep.get((x, y)), b_sep.get((x, y))
             if sa is None or sb is None:
                 continue  # a pair a part did not difference (e.g. learned past its length)
             if sa and sb and sa != sb:
-                groups["reversed"].append(f"{a} vs {b} ({a_dir.name}: {order(sa)}, "
-                                          f"{b_dir.name}: {order(sb)})")
+                groups["reversed"].append(f"{x} vs {y} ({a.name}: {order(sa)}, "
+                                          f"{b.name}: {order(sb)})")
             elif sa and sb:
-                groups["same"].append(f"{a} {order(sa)} {b}")
+                groups["same"].append(f"{x} {order(sa)} {y}")
             elif sa or sb:
-                groups["one"].append(f"{a} {order(sa or sb)} {b} "
-                                     f"({a_dir.name if sa else b_dir.name} only)")
+                groups["one"].append(f"{x} {order(sa or sb)} {y} "
+                                     f"({a.name if sa else b.name} only)")
             else:
-                groups["neither"].append(f"{a} ~ {b}")
+                groups["neither"].append(f"{x} ~ {y}")
     lines += ["", "Pairs by their paired differences (\">\": the first is worse, i.e. higher):", ""]
     for key, title in TITLES.items():
         lines.append(f"- **{title}** ({len(groups[key])}): " + (", ".join(groups[key]) or "none"))
@@ -129,9 +143,9 @@ def report(a_dir, a_results, b_dir, b_results, length):
     return "\n".join(lines) + "\n", points, tau, {k: len(g) for k, g in groups.items()}
 
 
-def summary(a_dir, b_dir, rows):
+def summary(a, b, rows):
     """Markdown: tau and the four group counts at each length."""
-    lines = [f"Ranking of {a_dir.name} against {b_dir.name} by length (pairs counted by "
+    lines = [f"Ranking of {a.name} against {b.name} by length (pairs counted by "
              "their paired differences; sections below):", "",
              "| length | Kendall's tau | " + " | ".join(TITLES.values()) + " |",
              "|---:|---:|" + "---:|" * len(TITLES)]
@@ -164,14 +178,13 @@ def figure(panels, a_name, b_name, out):
     save(fig, out.with_suffix(""))
 
 
-def lengths_of(args, a_dir, a_results, b_results):
+def lengths_of(args, a, b):
     """The lengths asked for: --length's values, every common one for `all`, or A's
     training length."""
     if not args.length:
-        return [training_length(a_dir, a_results)]
+        return [training_length(a)]
     if args.length == ["all"]:
-        common = set(a_results[0]["lengths"]) & set(b_results[0]["lengths"])
-        return sorted(common)
+        return sorted(set(a.results[0]["lengths"]) & set(b.results[0]["lengths"]))
     lengths = []
     for value in args.length:
         if not value.isdigit() or int(value) == 0:
@@ -191,20 +204,19 @@ def main():
     try:
         if args.figure is not None:
             require_png(args.figure)
-        a_results, b_results = read_results(args.a_dir), read_results(args.b_dir)
+        a, b = Part(args.a_dir), Part(args.b_dir)
         sections, panels, rows = [], [], []
-        for length in lengths_of(args, args.a_dir, a_results, b_results):
-            text, points, tau, counts = report(args.a_dir, a_results, args.b_dir, b_results,
-                                               length)
+        for length in lengths_of(args, a, b):
+            text, points, tau, counts = report(a, b, length)
             sections.append(text)
             panels.append((length, points))
             rows.append((length, tau, counts))
         if len(sections) > 1:
-            sections = [summary(args.a_dir, args.b_dir, rows)] + [
+            sections = [summary(a, b, rows)] + [
                 f"## At length {length}\n\n{text}" for (length, _, _), text in zip(rows, sections)]
         sys.stdout.write("\n".join(sections))
         if args.figure is not None:
-            figure(panels, args.a_dir.name, args.b_dir.name, args.figure)
+            figure(panels, a.name, b.name, args.figure)
     except UsageError as e:
         print(f"study_ranking.py: {e}", file=sys.stderr)
         sys.exit(2)
