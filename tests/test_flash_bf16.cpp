@@ -197,6 +197,27 @@ TEST_CASE("bf16 flash attention is bit-identical between runs and with 1 and 2 t
   }
 }
 
+TEST_CASE("bf16 flash attention's output does not depend on the query tile",
+          "[attention][flash][bf16]") {
+  // A key block is packed once per call at its widest (FlashGeometry::key_extent) and
+  // read by every query tile, whose causal rows see more of it each time. Without a band,
+  // key blocks start at multiples of the key tile for every query tile, so each output
+  // sums the same keys in the same order whatever the tiles of queries. (With a band a
+  // tile's blocks start at its first visible key, so the sums' order moves with the tile.)
+  for (bool causal : {true, false})
+    for (std::int64_t key_tile : {0, 13}) {
+      EveryTermCase c = every_term(causal);
+      c.key_tile = key_tile;
+      const Tensor default_tiles = testing::every_term_results(c, DType::f32, Precision::bf16)[0];
+      for (std::int64_t query_tile : {1, 7}) {
+        c.query_tile = query_tile;
+        INFO(testing::describe(c));
+        CHECK(f32_bits(testing::every_term_results(c, DType::f32, Precision::bf16)[0]) ==
+              f32_bits(default_tiles));
+      }
+    }
+}
+
 TEST_CASE("bf16 flash attention repacks new inputs that reuse an earlier call's memory",
           "[attention][flash][bf16]") {
   // The kernel packs k, v, q and dO once per call; the allocator hands the next call's

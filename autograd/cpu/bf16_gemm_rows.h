@@ -28,7 +28,8 @@ void bf16_gemm_rows(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, 
 
 // bf16_gemm_rows with B a window of a larger operand that stays the same through the
 // kernel call (Transformer-XL's W_r R of one head, which every block reads at its own
-// window of distances): op(B) is rows [first, first + n) of `whole` when trans_b (B is
+// window of distances; a key block of k or v, which causal query tiles read more of each
+// time): op(B) is rows [first, first + n) of `whole` when trans_b (B is
 // (n, k)), rows [first, first + k) otherwise (B is (k, n)); `whole` has whole_rows rows
 // of stride ldb. `whole` is packed once per kernel call and thread, not once per window;
 // the rows next to a window may be read and multiplied by zero, so they must be finite.

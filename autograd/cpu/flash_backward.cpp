@@ -172,8 +172,8 @@ void backward_head(const BackwardTensors& t, const FlashGeometry& g, std::int64_
       T* ds = scratch.grad(g);
       cpu::block_logits<T>(a, g, b, h, blk, query, p, fire.defined() ? &fire : nullptr);
       // dp = grad_out_tile · v_tileᵀ (the first D columns of grad_out)
-      cpu::tile_gemm<T>(a.precision, false, true, rows, blk.cols, g.dim, T(1), go.row(i0),
-                        go.stride, v.row(j0), v.stride, T(0), ds, g.s_ld);
+      cpu::key_block_gemm<T>(a.precision, g, blk, true, rows, blk.cols, g.dim, T(1), go.row(i0),
+                             go.stride, v.row(j0), v.stride, T(0), ds, g.s_ld);
       for (std::int64_t r = 0; r < rows; ++r) {
         const T* grad_bins = a.value_bins ? go.row(i0 + r) + g.dim : nullptr;
         logits_gradient_row(g, blk, r, lse[i0 + r], delta[i0 + r], grad_bins, p + r * g.s_ld,
@@ -186,8 +186,8 @@ void backward_head(const BackwardTensors& t, const FlashGeometry& g, std::int64_
         cpu::tile_gemm<T>(a.precision, true, false, blk.cols, g.dim, rows, scale, ds, g.s_ld,
                           query.content.base, query.content.stride, T(1), dk.row(j0), dk.stride);
       if (want_dq)  // dq_tile += scale · ds · k_tile
-        cpu::tile_gemm<T>(a.precision, false, false, rows, g.dim, blk.cols, scale, ds, g.s_ld,
-                          k.row(j0), k.stride, T(1), dq.data(), g.dim);
+        cpu::key_block_gemm<T>(a.precision, g, blk, false, rows, g.dim, blk.cols, scale, ds,
+                               g.s_ld, k.row(j0), k.stride, T(1), dq.data(), g.dim);
       for (std::int64_t r = 0; r < rows && (dbias || dclipped.base || fire_base); ++r) {
         const T* dsr = ds + r * g.s_ld;
         const std::int64_t i = i0 + r, n = blk.visible(g, r);

@@ -101,8 +101,8 @@ void forward_head(const FlashAttentionArgs& a, const FlashGeometry& g, std::int6
       for (std::int64_t r = 0; r < rows; ++r)
         online_softmax_row(g, blk, r, a.value_bins, s + r * g.s_ld, st);
       // out_tile += P · v_tile
-      cpu::tile_gemm<T>(a.precision, false, false, rows, g.dim, blk.cols, T(1), s, g.s_ld,
-                        v.row(j0), v.stride, T(1), st.out.data(), g.dim);
+      cpu::key_block_gemm<T>(a.precision, g, blk, false, rows, g.dim, blk.cols, T(1), s, g.s_ld,
+                             v.row(j0), v.stride, T(1), st.out.data(), g.dim);
     }
     for (std::int64_t r = 0; r < rows; ++r) {
       const T inv = T(1) / st.sum[r];

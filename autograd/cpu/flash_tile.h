@@ -78,6 +78,13 @@ struct FlashGeometry {
   std::int64_t key_end(std::int64_t i) const {
     return std::min({causal ? qpos(i) + 1 : k_len, chunk.key_end(qpos(i)), k_len});
   }
+  // Keys a block from key j0 spans at its widest over the query tiles (cols: this block's).
+  // With no band after key 0, blocks start at multiples of k_tile for every query tile, and
+  // a causal block gains keys with each later tile; with a band a block serves its own.
+  std::int64_t key_extent(std::int64_t j0, std::int64_t cols) const {
+    if (key_begin(q_len - 1) > 0) return cols;
+    return std::min(k_tile, key_end(q_len - 1) - j0);
+  }
   // Index of key j in a vector over relative distances, for query i.
   std::int64_t distance_index(std::int64_t i, std::int64_t j) const {
     return j + kernel_math::distance_offset(i, q_len);
@@ -141,8 +148,8 @@ void for_clipped_ranges(const FlashGeometry& g, std::int64_t i, std::int64_t j0,
 template <class T>
 struct FireTables;
 
-// A product of a block (the content products q·kᵀ, p·v and the backward's products of
-// those; Transformer-XL's d(W_r R) += Eᵀ · (q + v)): gemm_rows, or its bf16 form
+// A product of a block whose B is no key block (the backward's pᵀ·dO and dsᵀ·q;
+// Transformer-XL's d(W_r R) += Eᵀ · (q + v)): gemm_rows, or its bf16 form
 // (autograd/cpu/bf16_gemm_rows.h) for f32 under Precision::bf16.
 template <class T>
 void tile_gemm(Precision precision, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n,
@@ -153,6 +160,23 @@ void tile_gemm(Precision precision, bool trans_a, bool trans_b, std::int64_t m, 
       return bf16_gemm_rows(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   }
   gemm_rows<T>(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+// A product of a block whose B is its keys' rows of k or v (b: the row of key blk.j0, row
+// stride ldb): op(B) is (n = cols keys, k = D) when trans_b (q·kᵀ, dO·vᵀ), else (k = cols
+// keys, n = D) (p·v, ds·k). Under Precision::bf16 the block is packed at its extent
+// (FlashGeometry::key_extent), once per kernel call however many query tiles read it.
+template <class T>
+void key_block_gemm(Precision precision, const FlashGeometry& g, const FlashBlock& blk,
+                    bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, T alpha,
+                    const T* a, std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c,
+                    std::int64_t ldc) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (precision == Precision::bf16)
+      return bf16_gemm_rows_window(false, trans_b, m, n, k, alpha, a, lda, b, ldb,
+                                   g.key_extent(blk.j0, blk.cols), 0, beta, c, ldc);
+  }
+  gemm_rows<T>(false, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 // A Transformer-XL position product of a block, whose B is rows [first, ...) of one head's
@@ -243,8 +267,8 @@ void block_logits(const FlashAttentionArgs& a, const FlashGeometry& g, std::int6
   const HeadRows<const T> k = head_rows_const<T>(a.k, b, h);
   const T term_scale = static_cast<T>(a.term_scale);
   // s = scale * q_tile · k_tileᵀ (q + u with XL)
-  tile_gemm<T>(a.precision, false, true, blk.rows, blk.cols, g.dim, static_cast<T>(a.scale),
-               qt.content.base, qt.content.stride, k.row(blk.j0), k.stride, T(0), s, g.s_ld);
+  key_block_gemm<T>(a.precision, g, blk, true, blk.rows, blk.cols, g.dim, static_cast<T>(a.scale),
+                    qt.content.base, qt.content.stride, k.row(blk.j0), k.stride, T(0), s, g.s_ld);
   if (a.xl_r.defined()) {
     // s += term_scale · rel_shift(G): G (rows, xl_width) = (q + v)_tile ·
     // (W_r R)[xl_lo .. xl_lo + xl_width)ᵀ, accumulated into s read diagonally (FlashBlock).
