@@ -257,7 +257,10 @@ TEST_CASE("bf16 flash attention without AVX512-BF16 rounds in software to the sa
   for (std::uint64_t seed : {81u, 10u, 18u}) {
     for (bool causal : {true, false}) {
       // Tiles of 7 queries by 13 keys start key blocks at odd keys and end them mid-pair.
-      for (auto [query_tile, key_tile] : {std::pair<std::int64_t, std::int64_t>{0, 0}, {7, 13}}) {
+      // Tiles of 5 by 4 make 51 key blocks, whose 153 packings in the backward overflow
+      // the 64 a thread keeps: the least recently used are dropped and packed again.
+      for (auto [query_tile, key_tile] :
+           {std::pair<std::int64_t, std::int64_t>{0, 0}, {7, 13}, {5, 4}}) {
         EveryTermCase c = every_term(causal);
         c.seed = seed;
         c.query_tile = query_tile;

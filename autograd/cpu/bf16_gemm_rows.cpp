@@ -277,8 +277,11 @@ struct PackedB {
 // B packed for (trans_b, n, k) from b: a cached entry of this call, or a fresh packing
 // into the least recently used entry. A transposed packing of more columns serves fewer
 // (lanes are independent); any other packing must match exactly, so a cached result has
-// the bits of a fresh one.
-thread_local std::array<PackedB, 16> t_packed_b;
+// the bits of a fresh one. Each query tile of the backward reads three packings per key
+// block (k and v transposed, k as is) and two of its own (dO, q): 64 entries hold them for
+// up to 20 key blocks (10,240 keys in tiles of 512). With 16, past 4 blocks the tile's
+// reads cycled through the LRU order and repacked every block for every query tile.
+thread_local std::array<PackedB, 64> t_packed_b;
 thread_local std::uint64_t t_packed_b_uses = 0;
 
 const PackedB& packed_b_operand(bool trans_b, std::int64_t n, std::int64_t k, const float* b,
