@@ -186,8 +186,8 @@ void backward_head(const BackwardTensors& t, const FlashGeometry& g, std::int64_
         cpu::tile_gemm<T>(a.precision, true, false, blk.cols, g.dim, rows, scale, ds, g.s_ld,
                           query.content.base, query.content.stride, T(1), dk.row(j0), dk.stride);
       if (want_dq)  // dq_tile += scale · ds · k_tile
-        cpu::key_block_gemm<T>(a.precision, g, blk, false, rows, g.dim, blk.cols, scale, ds,
-                               g.s_ld, k.row(j0), k.stride, T(1), dq.data(), g.dim);
+        cpu::key_block_gemm<T>(a.precision, g, blk, false, rows, g.dim, blk.cols, scale, ds, g.s_ld,
+                               k.row(j0), k.stride, T(1), dq.data(), g.dim);
       for (std::int64_t r = 0; r < rows && (dbias || dclipped.base || fire_base); ++r) {
         const T* dsr = ds + r * g.s_ld;
         const std::int64_t i = i0 + r, n = blk.visible(g, r);
