@@ -208,8 +208,8 @@ void backward_head(const BackwardTensors& t, const FlashGeometry& g, std::int64_
         const T* r = a.xl_r.data<T>() + h * g.k_len * g.dim;  // (Lk, D) of head h
         // dxq_tile += term_scale · E · r_slice;  dr_slice += term_scale · Eᵀ · (q + v)_tile
         if (want_dxq)
-          cpu::position_gemm<T>(a.precision, false, false, rows, g.dim, width, term_scale, e, lde,
-                                r, g.k_len, g.dim, lo, T(1), dxq.data(), g.dim);
+          cpu::window_gemm<T>(a.precision, false, false, rows, g.dim, width, term_scale, e, lde, r,
+                              g.k_len, g.dim, lo, T(1), dxq.data(), g.dim);
         if (dr)
           cpu::tile_gemm<T>(a.precision, true, false, width, g.dim, rows, term_scale, e, lde,
                             query.position.base, query.position.stride, T(1), dr + lo * g.dim,

@@ -162,38 +162,36 @@ void tile_gemm(Precision precision, bool trans_a, bool trans_b, std::int64_t m, 
   gemm_rows<T>(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
+// A product of a block whose B is a window of a larger operand that stays the same through
+// the kernel call (`whole`: whole_rows rows of stride ldb): op(B) is (n, k) = rows [first,
+// first + n) when trans_b, else (k, n) = rows [first, first + k); C = op(A)·op(B) + beta·C.
+// gemm_rows, or bf16_gemm_rows_window for f32 under Precision::bf16 (`whole` then is packed
+// once per call, not once per block).
+template <class T>
+void window_gemm(Precision precision, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n,
+                 std::int64_t k, T alpha, const T* a, std::int64_t lda, const T* whole,
+                 std::int64_t whole_rows, std::int64_t ldb, std::int64_t first, T beta, T* c,
+                 std::int64_t ldc) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (precision == Precision::bf16)
+      return bf16_gemm_rows_window(trans_a, trans_b, m, n, k, alpha, a, lda, whole, ldb, whole_rows,
+                                   first, beta, c, ldc);
+  }
+  gemm_rows<T>(trans_a, trans_b, m, n, k, alpha, a, lda, whole + first * ldb, ldb, beta, c, ldc);
+}
+
 // A product of a block whose B is its keys' rows of k or v (b: the row of key blk.j0, row
 // stride ldb): op(B) is (n = cols keys, k = D) when trans_b (q·kᵀ, dO·vᵀ), else (k = cols
-// keys, n = D) (p·v, ds·k). Under Precision::bf16 the block is packed at its extent
-// (FlashGeometry::key_extent), once per kernel call however many query tiles read it.
+// keys, n = D) (p·v, ds·k). The window is the block's first keys of its extent
+// (FlashGeometry::key_extent), so in bf16 a block is packed once per kernel call however
+// many query tiles read it.
 template <class T>
 void key_block_gemm(Precision precision, const FlashGeometry& g, const FlashBlock& blk,
                     bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, T alpha,
                     const T* a, std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c,
                     std::int64_t ldc) {
-  if constexpr (std::is_same_v<T, float>) {
-    if (precision == Precision::bf16)
-      return bf16_gemm_rows_window(false, trans_b, m, n, k, alpha, a, lda, b, ldb,
-                                   g.key_extent(blk.j0, blk.cols), 0, beta, c, ldc);
-  }
-  gemm_rows<T>(false, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-}
-
-// A Transformer-XL position product of a block, whose B is rows [first, ...) of one head's
-// W_r R (`r_rows` rows of D): op(B) is (n, k) = rows [first, first + n) when trans_b, else
-// (k, n) = rows [first, first + k); C = op(A)·op(B) + beta·C. gemm_rows, or bf16_gemm_rows_window
-// for f32 under Precision::bf16 (W_r R then is packed once per call, not once per block).
-template <class T>
-void position_gemm(Precision precision, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n,
-                   std::int64_t k, T alpha, const T* a, std::int64_t lda, const T* r,
-                   std::int64_t r_rows, std::int64_t dim, std::int64_t first, T beta, T* c,
-                   std::int64_t ldc) {
-  if constexpr (std::is_same_v<T, float>) {
-    if (precision == Precision::bf16)
-      return bf16_gemm_rows_window(trans_a, trans_b, m, n, k, alpha, a, lda, r, dim, r_rows, first,
-                                   beta, c, ldc);
-  }
-  gemm_rows<T>(trans_a, trans_b, m, n, k, alpha, a, lda, r + first * dim, dim, beta, c, ldc);
+  window_gemm<T>(precision, false, trans_b, m, n, k, alpha, a, lda, b,
+                 g.key_extent(blk.j0, blk.cols), ldb, 0, beta, c, ldc);
 }
 
 // Per-thread scratch for one block, grown on first use and then reused (no
@@ -273,9 +271,9 @@ void block_logits(const FlashAttentionArgs& a, const FlashGeometry& g, std::int6
     // s += term_scale · rel_shift(G): G (rows, xl_width) = (q + v)_tile ·
     // (W_r R)[xl_lo .. xl_lo + xl_width)ᵀ, accumulated into s read diagonally (FlashBlock).
     const T* r = a.xl_r.data<T>() + h * g.k_len * g.dim;  // (Lk, D) of head h
-    position_gemm<T>(a.precision, false, true, blk.rows, blk.xl_width(g), g.dim, term_scale,
-                     qt.position.base, qt.position.stride, r, g.k_len, g.dim, blk.xl_lo(g), T(1),
-                     FlashBlock::xl_origin(s, blk.rows), g.s_ld + 1);
+    window_gemm<T>(a.precision, false, true, blk.rows, blk.xl_width(g), g.dim, term_scale,
+                   qt.position.base, qt.position.stride, r, g.k_len, g.dim, blk.xl_lo(g), T(1),
+                   FlashBlock::xl_origin(s, blk.rows), g.s_ld + 1);
   }
   const T* bias = a.distance_bias.defined() ? a.distance_bias.data<T>() + h * g.n_dist : nullptr;
   const HeadRows<const T> clipped = head_rows_const<T>(a.clipped, b, h);  // (Lq, 2k+1)
